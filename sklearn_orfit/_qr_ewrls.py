@@ -1,0 +1,580 @@
+"""Windowed, exponentially weighted, minimum-norm least squares (ABO / QR-EWRLS, SPEC §2)."""
+
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.linalg import lapack
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._givens import GivensWindow
+from ._validation import check_one_row, check_one_target
+from ._window_solvers import GRAM_KAPPA_MAX, lstsq_stack, solve_normal_stack
+
+__all__ = ["QREWRLSRegressor"]
+
+# Rows processed per vectorised block: bounds the temporary stacks to
+# O(_BLOCK · N · max(N, D)) numbers whatever the length of the call.
+_BLOCK = 1024
+
+
+class QREWRLSRegressor(RegressorMixin, BaseEstimator):
+    """Sliding-window, exponentially weighted, minimum-norm recursive least squares.
+
+    After each row ``t`` the coefficients are the oracle solution of SPEC §2 on the
+    window of the last ``window_size`` rows, with weights ``w_i = λ^(t−i)``::
+
+        β_t = argmin_β Σ_i w_i (y_i − z_iᵀβ)² + α‖β‖²     (minimum ℓ2 norm when α = 0)
+            = pinv(W½ Z_t) W½ Y_t                          (α = 0)
+
+    Both regimes are covered: ``D ≤ N`` (classical least squares) and ``D > N``
+    (overparameterised: ``β_t`` interpolates the window, and then does not depend on
+    ``λ``). Feed it random Fourier features (:class:`RandomFourierFeatures`) to get the
+    ABO model of the paper.
+
+    Parameters
+    ----------
+    window_size : int, default=20
+        ``N``, the number of most recent rows the solution is fitted on.
+    forgetting_factor : float, default=1.0
+        ``λ`` in ``(0, 1]``; row ``i`` of the window ending at ``t`` has weight
+        ``λ^(t−i)``.
+    alpha : float, default=0.0
+        Ridge penalty ``α ≥ 0`` (not forgotten). ``0`` gives the minimum-norm solution.
+    solver : {"auto", "svd", "givens"}, default="auto"
+        * ``"auto"`` — each window is solved from scratch: the inner products it needs
+          come from a few matrix products over the whole call, and the small ``N×N``
+          (``D ≥ N``) or ``D×D`` (``D < N``) systems are solved together; a window whose
+          Gram matrix is worse conditioned than ``1e6`` is recomputed on the orthogonal
+          route. Nothing is carried between windows, so nothing drifts.
+        * ``"svd"`` — every window on the orthogonal route (QR + SVD of the window, the
+          same cut-off as :func:`numpy.linalg.lstsq`). Slowest, most accurate at ``D ≈ N``.
+        * ``"givens"`` — the ABO paper's recursion (Algorithm 1): a QR factorisation of
+          the window updated by Givens rotations, its pseudo-inverse by Greville
+          (new row) and Cline (oldest row) formulas. Requires ``alpha=0``. One row at a
+          time.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,) or (n_features, n_targets)
+        ``β`` after the last learned row.
+    n_features_in_ : int
+        Number of features ``D``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when ``X`` had string column names.
+    n_samples_seen_ : int
+        Rows learned since the last :meth:`fit` (reset by ``fit``).
+    n_window_ : int
+        Rows in the current window (``min(n_samples_seen_, window_size)``).
+    n_orthogonal_windows_ : int
+        Windows of the ``"auto"`` solver that were sent to the orthogonal route since the
+        last :meth:`fit` (ill-conditioned or rank-deficient windows).
+    condition_number_ : float
+        Condition number ``σ_max/σ_min`` of the current weighted window ``W½ Z``
+        (over its non-zero singular values; computed on access).
+    rank_ : int
+        Numerical rank of the current weighted window (``numpy.linalg.lstsq``'s
+        cut-off; computed on access).
+
+    See Also
+    --------
+    RandomFourierFeatures : The feature map of ABO.
+    prequential_predict : Predict-then-update over a stream, vectorised for this model.
+
+    Notes
+    -----
+    Per step, ``"auto"`` costs one ``N×D`` matrix-vector product's worth of
+    multiply-adds (done as matrix-matrix products over blocks of rows) plus an
+    ``O(N³)`` (``D ≥ N``) or ``O(N·D² + D³)`` (``D < N``) small solve; ``"givens"``
+    costs ``O(N·D)`` (``O(N·D + N²)`` with the rotations of ``Q``). There is no intercept:
+    centre ``y`` or append a constant feature.
+
+    :meth:`predict_one` and :meth:`learn_one` are the single-observation path: they skip
+    scikit-learn's input validation (only shape, dtype and finiteness are checked) and are
+    meant for one row at a time in a live loop.
+
+    When the weighted window has full row rank (generic for ``D ≥ N``), every residual is
+    zero whatever the weights, so ``β_t`` does not depend on ``λ``; this holds to rounding.
+
+    References
+    ----------
+    ABO: "Adaptive Benign Overfitting (ABO): Overparameterized RLS for Online Learning in
+    Non-stationary Time-series" (QR-EWRLS, Algorithm 1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_orfit import QREWRLSRegressor, prequential_predict
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3))
+    >>> y = X @ np.array([1.0, -2.0, 0.5])
+    >>> reg = QREWRLSRegressor(window_size=10)
+    >>> y_pred = prequential_predict(reg, X, y)
+    >>> float(np.abs(y_pred[10:] - y[10:]).max()) < 1e-9
+    True
+    >>> reg.coef_.round(6)
+    array([ 1. , -2. ,  0.5])
+    """
+
+    _parameter_constraints: dict = {
+        "window_size": [Interval(Integral, 1, None, closed="left")],
+        "forgetting_factor": [Interval(Real, 0, 1, closed="right")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "solver": [StrOptions({"auto", "svd", "givens"})],
+    }
+
+    def __init__(self, window_size=20, *, forgetting_factor=1.0, alpha=0.0, solver="auto"):
+        self.window_size = window_size
+        self.forgetting_factor = forgetting_factor
+        self.alpha = alpha
+        self.solver = solver
+
+    # ------------------------------------------------------------------ public API
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Reset, then learn the rows of ``X`` in order (as one :meth:`partial_fit`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        self : QREWRLSRegressor
+            The fitted estimator.
+        """
+        self._reset()
+        return self._partial_fit(X, y, predict=False)[0]
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y):
+        """Learn the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        self : QREWRLSRegressor
+            The updated estimator.
+        """
+        return self._partial_fit(X, y, predict=False)[0]
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def prequential_predict(self, X, y):
+        """Predict each row from the state before it, then learn it (vectorised).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            ``y_pred[i]`` from the state after rows ``< i`` (0 before the first row
+            of a stream).
+        """
+        return self._partial_fit(X, y, predict=True)[1]
+
+    def predict(self, X):
+        """Predict with the current coefficients.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            ``X @ coef_``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.coef_
+
+    def predict_one(self, x):
+        """Predict one row with only cheap checks (shape, dtype, finiteness).
+
+        Parameters
+        ----------
+        x : array-like of shape (n_features,)
+            One row.
+
+        Returns
+        -------
+        y_pred : float or ndarray of shape (n_targets,)
+            ``x @ coef_``.
+        """
+        check_is_fitted(self)
+        x = check_one_row(x, n_features=self.n_features_in_)
+        return x @ self.coef_
+
+    def learn_one(self, x, y):
+        """Learn one row with only cheap checks (shape, dtype, finiteness).
+
+        Equivalent to ``partial_fit(x[None], [y])`` without scikit-learn's per-call
+        validation overhead. The first row of a stream must go through :meth:`fit` or
+        :meth:`partial_fit` (which fix ``n_features_in_`` and the target shape).
+
+        Parameters
+        ----------
+        x : array-like of shape (n_features,)
+            One row.
+        y : float or array-like of shape (n_targets,)
+            Its target(s).
+
+        Returns
+        -------
+        self : QREWRLSRegressor
+            The updated estimator.
+        """
+        check_is_fitted(self)
+        x = check_one_row(x, n_features=self.n_features_in_)
+        yv = check_one_target(y, n_targets=self._n_targets)
+        if self.solver == "givens":
+            self._learn_givens(x[None, :], yv[None, :])
+        else:
+            self._push(x[None, :], yv[None, :])
+            self._set_coef_one()
+        self.n_samples_seen_ += 1
+        return self
+
+    @property
+    def n_window_(self):
+        check_is_fitted(self)
+        return int(min(self.n_samples_seen_, self.window_size))
+
+    @property
+    def condition_number_(self):
+        s = self._window_singular_values()
+        s = s[s > 0]
+        return float(s[0] / s[-1]) if s.size else float("nan")
+
+    @property
+    def rank_(self):
+        s = self._window_singular_values()
+        if not s.size:
+            return 0
+        cut = np.finfo(np.float64).eps * max(self.window_size, self.n_features_in_) * s[0]
+        return int(np.sum(s > cut))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    # ------------------------------------------------------------------ state
+    def _reset(self):
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            delattr(self, name)
+        for name in ("_Z", "_Y", "_pos", "_K", "_givens", "_n_targets", "_sqrt_w"):
+            self.__dict__.pop(name, None)
+
+    def _init_state(self, n_features, n_targets, y_ndim):
+        N = self.window_size
+        self.n_features_in_ = n_features
+        self._n_targets = None if y_ndim == 1 else n_targets
+        # ring buffers of the window: slot s holds a row, unused slots are zero rows
+        self._Z = np.zeros((N, n_features))
+        self._Y = np.zeros((N, n_targets))
+        self._pos = 0  # the slot the next row is written to (= the oldest row's slot)
+        # sqrt weights oldest-first: sqrt(λ^(N-1-i)), i = 0 .. N-1
+        self._sqrt_w = np.sqrt(self.forgetting_factor) ** np.arange(N - 1, -1, -1)
+        # dual route: Gram matrix of the ring, K[s, r] = <Z[s], Z[r]>
+        self._K = np.zeros((N, N)) if n_features >= N else None
+        self.coef_ = np.zeros(n_features if y_ndim == 1 else (n_features, n_targets))
+        self.n_samples_seen_ = 0
+        self.n_orthogonal_windows_ = 0
+        if self.solver == "givens":
+            self._givens = GivensWindow(
+                n_features=n_features,
+                n_targets=n_targets,
+                window_size=N,
+                forgetting_factor=self.forgetting_factor,
+            )
+
+    def _check_params_for_solver(self):
+        if self.solver == "givens" and self.alpha != 0:
+            raise ValueError(
+                "solver='givens' implements the ABO paper's unregularised recursion and "
+                f"needs alpha=0 (got alpha={self.alpha}); use solver='auto' for ridge."
+            )
+
+    def _partial_fit(self, X, y, *, predict):
+        first_call = not hasattr(self, "coef_")
+        self._check_params_for_solver()
+        X, y = validate_data(
+            self, X, y, reset=first_call, dtype=np.float64, multi_output=True, y_numeric=True
+        )
+        Y = y.reshape(y.shape[0], -1)
+        if first_call:
+            self._init_state(X.shape[1], Y.shape[1], y.ndim)
+        elif (y.ndim == 1) != (self._n_targets is None) or Y.shape[1] != self._Y.shape[1]:
+            expected = "1-D" if self._n_targets is None else f"{self._n_targets} targets"
+            raise ValueError(f"y has shape {y.shape} but this stream has {expected}.")
+        if self.solver == "givens":
+            Y_pred = self._learn_givens(X, Y, predict=predict)
+        else:
+            Y_pred = self._learn_windows(X, Y, predict=predict)
+        self.n_samples_seen_ += X.shape[0]
+        if Y_pred is not None and y.ndim == 1:
+            Y_pred = Y_pred[:, 0]
+        return self, Y_pred
+
+    # ------------------------------------------------------------------ "auto" / "svd"
+    def _ordered_window(self):
+        """The window's rows and targets oldest-first (unused slots are zero rows)."""
+        order = (self._pos + np.arange(self.window_size)) % self.window_size
+        return self._Z[order], self._Y[order]
+
+    def _learn_windows(self, X, Y, *, predict):
+        Y_pred = np.empty_like(Y) if predict else None
+        for start in range(0, X.shape[0], _BLOCK):
+            stop = min(start + _BLOCK, X.shape[0])
+            Yp = self._block(X[start:stop], Y[start:stop], predict=predict)
+            if predict:
+                Y_pred[start:stop] = Yp
+        return Y_pred
+
+    def _block(self, Z_new, Y_new, *, predict):
+        """Solve the windows ending before each new row and after the last one.
+
+        Window ``j`` (``j = 0 .. b``) is made of the ``N`` rows before new row ``j`` in
+        the sequence ``E = [current window (N rows, zero rows if not yet full); Z_new]``;
+        window ``b`` is the state after the block.
+        """
+        N, b = self.window_size, Z_new.shape[0]
+        Z_old, Y_old = self._ordered_window()
+        YE = np.concatenate([Y_old, Y_new])
+        sw = self._sqrt_w
+        # Ỹ_j = W½ Y_j for each window j: rows j .. j+N-1 of E
+        Yw = np.lib.stride_tricks.sliding_window_view(YE, N, axis=0)  # (b+1, c, N)
+        Yw = np.swapaxes(Yw, 1, 2) * sw[None, :, None]
+        if self.n_features_in_ >= N and self.solver == "auto":
+            beta_or_c, flagged, K_last = self._dual_block(Z_old, Z_new, Yw)
+        elif self.solver == "auto":
+            beta_or_c, flagged, K_last = self._primal_block(Z_old, Z_new, Yw), None, None
+            beta_or_c, flagged = beta_or_c
+        else:
+            beta_or_c, flagged, K_last = None, np.ones(b + 1, dtype=bool), None
+
+        # predictions (before the orthogonal fallback fills its windows)
+        Y_pred = None
+        dual = self.n_features_in_ >= N and self.solver == "auto"
+        if predict:
+            Y_pred = np.empty((b, Y_new.shape[1]))
+        coef = None
+        if beta_or_c is not None:
+            if dual:
+                # ŷ_j = k_jᵀ W½ c_j, coef = Z_lastᵀ W½ c_b
+                a = beta_or_c * sw[None, :, None]  # dual coefficients on the rows
+                if predict:
+                    Y_pred[:] = np.einsum("jn,jnc->jc", self._k_new, a[:b])
+                coef_rows = np.concatenate([Z_old, Z_new])[-N:] if b < N else Z_new[-N:]
+                coef = coef_rows.T @ a[b]
+            else:
+                if predict:
+                    Y_pred[:] = np.einsum("jd,jdc->jc", Z_new, beta_or_c[:b])
+                coef = beta_or_c[b]
+        idx = np.flatnonzero(flagged) if flagged is not None else np.arange(0)
+        if idx.size:
+            # orthogonal route on the flagged windows, in blocks to bound memory
+            for chunk in np.array_split(idx, max(1, idx.size // 64)):
+                A = self._windows_rows(Z_old, Z_new, chunk) * sw[None, :, None]
+                beta, _ = lstsq_stack(A, Yw[chunk], alpha=float(self.alpha))
+                pred_rows = chunk[chunk < b]
+                if predict and pred_rows.size:
+                    Y_pred[pred_rows] = np.einsum(
+                        "jd,jdc->jc", Z_new[pred_rows], beta[: pred_rows.size]
+                    )
+                if chunk[-1] == b:
+                    coef = beta[-1]
+            self.n_orthogonal_windows_ += int(idx.size)
+
+        # commit the new window state (the last N rows of E)
+        self._commit(Z_old, Y_old, Z_new, Y_new, K_last)
+        self.coef_ = coef.reshape(self.coef_.shape)
+        return Y_pred
+
+    def _windows_rows(self, Z_old, Z_new, which):
+        """Rows of windows ``which`` of ``E = [Z_old; Z_new]``: shape (len(which), N, D)."""
+        N = self.window_size
+        pos = which[:, None] + np.arange(N)[None, :]  # indices into E
+        out = np.empty((which.size, N, self.n_features_in_))
+        old = pos < N
+        out[old] = Z_old[pos[old]]
+        out[~old] = Z_new[pos[~old] - N]
+        return out
+
+    def _band(self, Z_old, Z_new):
+        """Inner products of each row of ``E`` with itself and the ``N`` rows before it.
+
+        ``band[r, δ] = <E[r], E[r−δ]>`` for ``r = 0 .. N+b−1``, ``δ = 0 .. N`` (zero
+        before the start of ``E``), computed block by block with matrix products.
+        """
+        N, b = self.window_size, Z_new.shape[0]
+        band = np.zeros((N + b, N + 1))
+        step = max(N, 32)
+        E_head = np.concatenate([Z_old, Z_new[: N + step]])
+
+        def rows(lo, hi):  # E[lo:hi] without copying E when possible
+            return Z_new[lo - N : hi - N] if lo >= N else E_head[lo:hi]
+
+        for r0 in range(0, N + b, step):
+            r1 = min(r0 + step, N + b)
+            lo = max(0, r0 - N)
+            G = rows(r0, r1) @ rows(lo, r1).T  # (r1-r0, r1-lo)
+            i = np.arange(r1 - r0)[:, None]
+            src = r0 + i - np.arange(N + 1)[None, :]  # E index of the partner row
+            valid = src >= lo
+            band[r0:r1] = np.where(valid, G[i, np.where(valid, src - lo, 0)], 0.0)
+        return band
+
+    def _dual_block(self, Z_old, Z_new, Yw):
+        """``D ≥ N``: solve ``(W½ K W½ + αI) c = W½ y`` for every window."""
+        N, b = self.window_size, Z_new.shape[0]
+        band = self._band(Z_old, Z_new)
+        il = np.arange(N)
+        hi = np.maximum(il[:, None], il[None, :])
+        lag = np.abs(il[:, None] - il[None, :])
+        # K_j[i, l] = <E[j+i], E[j+l]> = band[j + max(i, l), |i − l|]
+        K = band[np.arange(b + 1)[:, None, None] + hi[None], lag[None]]
+        # k_j[i] = <E[N+j], E[j+i]> = band[N + j, N − i]: the new row against window j
+        self._k_new = band[N + np.arange(b)[:, None], N - il[None, :]]
+        K_last = K[b].copy()
+        sw = self._sqrt_w
+        S = K * (sw[:, None] * sw[None, :])[None]
+        if self.alpha:
+            S[:, il, il] += self.alpha
+        c, kappa = solve_normal_stack(S, Yw.copy())
+        return c, ~(kappa <= GRAM_KAPPA_MAX), K_last
+
+    def _primal_block(self, Z_old, Z_new, Yw):
+        """``D < N``: solve ``(Zᵀ W Z + αI) β = Zᵀ W y`` for every window."""
+        N = self.window_size
+        E = np.concatenate([Z_old, Z_new])
+        win = np.lib.stride_tricks.sliding_window_view(E, N, axis=0)  # (b+1, D, N)
+        Wz = win * (self._sqrt_w**2)[None, None, :]
+        S = Wz @ np.swapaxes(win, 1, 2)  # Σ_i w_i z_i z_iᵀ
+        if self.alpha:
+            d = np.arange(E.shape[1])
+            S[:, d, d] += self.alpha
+        rhs = win @ (Yw * self._sqrt_w[None, :, None])  # Σ_i w_i z_i y_i
+        beta, kappa = solve_normal_stack(S, rhs)
+        return beta, ~(kappa <= GRAM_KAPPA_MAX)
+
+    def _commit(self, Z_old, Y_old, Z_new, Y_new, K_last):
+        N, b = self.window_size, Z_new.shape[0]
+        if b >= N:
+            self._Z[:] = Z_new[-N:]
+            self._Y[:] = Y_new[-N:]
+        else:
+            self._Z[: N - b] = Z_old[b:]
+            self._Z[N - b :] = Z_new
+            self._Y[: N - b] = Y_old[b:]
+            self._Y[N - b :] = Y_new
+        self._pos = 0
+        if self._K is not None:
+            self._K[:] = K_last if K_last is not None else self._Z @ self._Z.T
+        self.__dict__.pop("_k_new", None)
+
+    # ------------------------------------------------------------------ single row
+    def _push(self, Z_new, Y_new):
+        """Write one row into the ring (and the ring's Gram matrix)."""
+        s = self._pos
+        z = Z_new[0]
+        if self._K is not None:
+            k = self._Z @ z
+            k[s] = z @ z
+            self._K[s, :] = k
+            self._K[:, s] = k
+        self._Z[s] = z
+        self._Y[s] = Y_new[0]
+        self._pos = (s + 1) % self.window_size
+
+    def _set_coef_one(self):
+        """Solve the current window alone (same mathematics as a block of one)."""
+        sw = np.roll(self._sqrt_w, self._pos)  # sqrt weight of each ring slot
+        Yw = self._Y * sw[:, None]
+        beta = None
+        if self.solver == "auto":
+            if self._K is not None:
+                S = self._K * np.outer(sw, sw)
+                rhs = Yw
+            else:
+                Wz = self._Z * (sw * sw)[:, None]
+                S = self._Z.T @ Wz
+                rhs = Wz.T @ self._Y
+            if self.alpha:
+                S.flat[:: S.shape[0] + 1] += self.alpha
+            sol = _cho_solve_checked(S, rhs)
+            if sol is not None:
+                beta = self._Z.T @ (sol * sw[:, None]) if self._K is not None else sol
+        if beta is None:
+            A = (self._Z * sw[:, None])[None]
+            beta = lstsq_stack(A, Yw[None], alpha=float(self.alpha))[0][0]
+            self.n_orthogonal_windows_ += 1
+        self.coef_ = beta.reshape(self.coef_.shape)
+
+    # ------------------------------------------------------------------ "givens"
+    def _learn_givens(self, X, Y, *, predict=False):
+        Y_pred = np.empty_like(Y) if predict else None
+        g = self._givens
+        for t in range(X.shape[0]):
+            if predict:
+                Y_pred[t] = X[t] @ g.beta
+            g.update(X[t], Y[t])
+            self._Z[self._pos] = X[t]
+            self._Y[self._pos] = Y[t]
+            self._pos = (self._pos + 1) % self.window_size
+        self.coef_ = g.beta.reshape(self.coef_.shape).copy()
+        return Y_pred
+
+    def _window_singular_values(self):
+        check_is_fitted(self)
+        sw = np.roll(self._sqrt_w, self._pos)
+        return np.linalg.svd(self._Z * sw[:, None], compute_uv=False)
+
+
+def _cho_solve_checked(S, rhs):
+    """Cholesky solve of one SPD system, or ``None`` when it is too ill-conditioned.
+
+    Mirrors :func:`solve_normal_stack` for a single window: zero-diagonal rows are
+    decoupled, the condition number is estimated (LAPACK ``pocon``) and checked against
+    :data:`GRAM_KAPPA_MAX` scaled by the diagonal's spread.
+    """
+    diag = S.diagonal().copy()
+    empty = diag <= 0.0
+    if empty.any():
+        S = S.copy()
+        rhs = rhs.copy()
+        S[empty, :] = 0.0
+        S[:, empty] = 0.0
+        S[empty, empty] = 1.0
+        rhs[empty] = 0.0
+        diag[empty] = 1.0
+    d = np.sqrt(diag)
+    Sh = S / np.outer(d, d)
+    L, info = lapack.dpotrf(Sh, lower=1, clean=0)
+    if info != 0:
+        return None
+    anorm = np.abs(Sh).sum(axis=0).max()
+    rcond, info = lapack.dpocon(L, anorm, lower=1)
+    full = diag[~empty]
+    spread = full.max() / full.min() if full.size else 1.0
+    if info != 0 or rcond <= 0 or spread / rcond > GRAM_KAPPA_MAX:
+        return None
+    x, info = lapack.dpotrs(L, rhs / d[:, None], lower=1)
+    return x / d[:, None]

@@ -1,0 +1,135 @@
+"""Batched exact solvers for stacks of small weighted least-squares windows.
+
+Each window ``j`` holds ``Ã_j = W½ Z_j`` (``n`` weighted rows of ``D`` features) and
+``Ỹ_j = W½ Y_j``. Its solution is the oracle of SPEC §2::
+
+    β_j = argmin ‖Ã_j β − Ỹ_j‖² + α‖β‖²   (minimum norm when α = 0)
+        = lstsq([Ã_j; √α I], [Ỹ_j; 0], rcond=None)
+
+Two routes are provided:
+
+* :func:`solve_normal_stack` — the fast route on a stack of small symmetric positive
+  (semi)definite systems ``S_j x_j = B_j`` (Gram matrices: ``Ã Ãᵀ + αI`` in the dual,
+  ``ÃᵀÃ + αI`` in the primal). Forming a Gram matrix squares the condition number, so
+  the route also returns a condition estimate; callers send every window whose estimate
+  exceeds :data:`GRAM_KAPPA_MAX` to the orthogonal route.
+* :func:`lstsq_stack` — the orthogonal route: QR of the tall orientation, then an SVD of
+  the small triangular factor; singular values at or below ``eps · max(n, D) · s_max`` are
+  treated as zero, exactly as :func:`numpy.linalg.lstsq` does.
+
+No state is carried from one window to the next, so nothing drifts over long streams.
+"""
+
+import numpy as np
+
+__all__ = ["GRAM_KAPPA_MAX", "solve_normal_stack", "lstsq_stack"]
+
+#: Largest condition-number bound of a Gram matrix ``S`` (≈ κ(Ã)²) accepted on the fast
+#: route. Its rounding error is about ``κ(S) · eps ≈ 2e-10`` relative at this bound; worse
+#: conditioned windows are recomputed on the orthogonal route.
+GRAM_KAPPA_MAX = 1e6
+
+
+def solve_normal_stack(S, B):
+    """Solve a stack of symmetric positive (semi)definite systems with a condition bound.
+
+    Rows/columns whose diagonal entry is exactly zero (zero feature rows in the dual,
+    features absent from the window in the primal) carry no information: they are
+    decoupled (unit diagonal, zero right-hand side), which is what the pseudo-inverse does
+    with them.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n_windows, m, m)
+        Gram matrices; modified in place.
+    B : ndarray of shape (n_windows, m, n_targets)
+        Right-hand sides; modified in place.
+
+    Returns
+    -------
+    X : ndarray of shape (n_windows, m, n_targets)
+        ``S_j⁻¹ B_j``; meaningless where ``ok`` is False.
+    kappa : ndarray of shape (n_windows,)
+        Upper bound of the 2-norm condition number of each ``S_j`` (over its coupled
+        rows): ``‖S‖_F ‖S⁻¹‖_F``; ``inf`` when the inverse failed.
+    """
+    m = S.shape[1]
+    diag = np.einsum("jii->ji", S)  # a writable view of the diagonals
+    empty = diag <= 0.0
+    if empty.any():
+        # decouple rows that carry nothing: S_ii = 1, S_i· = 0, B_i = 0
+        jj, ii = np.nonzero(empty)
+        S[jj, ii, :] = 0.0
+        S[jj, :, ii] = 0.0
+        S[jj, ii, ii] = 1.0
+        B[jj, ii, :] = 0.0
+    # Jacobi scaling: d = sqrt(diag S), Ŝ = D⁻¹ S D⁻¹ (the coupled rows' scale mismatch is
+    # put back into the bound below)
+    d = np.sqrt(diag)
+    S /= d[:, :, None]
+    S /= d[:, None, :]
+    try:
+        S_inv = np.linalg.inv(S)
+    except np.linalg.LinAlgError:
+        # an exactly singular matrix somewhere in the stack: invert one by one so that the
+        # others keep the fast route, and mark the singular ones
+        S_inv = np.empty_like(S)
+        for j in range(S.shape[0]):
+            try:
+                S_inv[j] = np.linalg.inv(S[j])
+            except np.linalg.LinAlgError:
+                S_inv[j] = np.nan
+    X = S_inv @ (B / d[:, :, None])
+    X /= d[:, :, None]
+    with np.errstate(invalid="ignore", over="ignore"):
+        kappa_hat = np.sqrt(np.einsum("jik,jik->j", S, S) * np.einsum("jik,jik->j", S_inv, S_inv))
+        # spread of the coupled diagonal: max/min over rows that were not decoupled
+        hi = np.where(empty, 0.0, diag).max(axis=1, initial=0.0)
+        lo = np.where(empty, np.inf, diag).min(axis=1, initial=np.inf)
+        spread = np.where(np.isfinite(lo) & (lo > 0), hi / np.where(lo > 0, lo, 1.0), 1.0)
+        kappa = kappa_hat * spread
+    kappa = np.where(np.isfinite(kappa), kappa, np.inf)
+    return X, kappa
+
+
+def lstsq_stack(A, Y, *, alpha=0.0):
+    """Minimum-norm (ridge when ``alpha > 0``) least squares on a stack, orthogonally.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_windows, n, D)
+        Weighted design matrices ``Ã_j``.
+    Y : ndarray of shape (n_windows, n, n_targets)
+        Weighted targets ``Ỹ_j``.
+    alpha : float, default=0.0
+        Ridge penalty.
+
+    Returns
+    -------
+    beta : ndarray of shape (n_windows, D, n_targets)
+        ``lstsq([Ã_j; √α I], [Ỹ_j; 0])``.
+    s : ndarray of shape (n_windows, min(n, D))
+        Singular values of each ``Ã_j``, descending.
+    """
+    n, D = A.shape[1], A.shape[2]
+    if n >= D:
+        # Ã = Q R, R = U_r s V_rᵀ  =>  Ã = (Q U_r) s V_rᵀ
+        Q, R = np.linalg.qr(A)
+        U_r, s, Vt = np.linalg.svd(R)
+        U = Q @ U_r
+        V = np.swapaxes(Vt, 1, 2)
+    else:
+        # Ãᵀ = Q R  =>  Ã = Rᵀ Qᵀ, Rᵀ = U s V_rᵀ  =>  Ã = U s (Q V_r)ᵀ
+        Q, R = np.linalg.qr(np.swapaxes(A, 1, 2))
+        U, s, Vt_r = np.linalg.svd(np.swapaxes(R, 1, 2))
+        V = Q @ np.swapaxes(Vt_r, 1, 2)
+    if alpha > 0.0:
+        # ridge: β = V diag(s / (s² + α)) Uᵀ Ỹ
+        f = s / (s * s + alpha)
+    else:
+        # pseudo-inverse with numpy.linalg.lstsq's cut-off: s ≤ eps · max(n, D) · s_max → 0
+        cut = np.finfo(np.float64).eps * max(n, D) * s[:, :1]
+        with np.errstate(divide="ignore"):
+            f = np.where(s > cut, 1.0 / s, 0.0)
+    beta = V @ (f[:, :, None] * (np.swapaxes(U, 1, 2) @ Y))
+    return beta, s
