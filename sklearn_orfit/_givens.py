@@ -32,6 +32,11 @@ class GivensWindow:
         ``N``.
     forgetting_factor : float
         ``λ``.
+    alpha : float, default=0.0
+        Ridge penalty. The paper's recursion has none; with ``alpha > 0`` the rotations
+        still maintain ``A = QR`` and the ridge solution is read off the factor after each
+        row, ``β = Rᵀ (R Rᵀ + αI)⁻¹ η`` (``O(N²·D)``), instead of the pseudo-inverse
+        updates (which only apply to ``alpha = 0``).
 
     Notes
     -----
@@ -57,6 +62,7 @@ class GivensWindow:
         n_targets,
         window_size,
         forgetting_factor,
+        alpha=0.0,
         rank_tol=1e-10,
         probe_tol=1e-12,
     ):
@@ -64,6 +70,7 @@ class GivensWindow:
         self.D, self.c, self.N = D, c, N
         self.sqrt_lam = float(np.sqrt(forgetting_factor))
         self.rank_tol = rank_tol
+        self.alpha = float(alpha)
         self.probe_tol = probe_tol
         self.n = 0
         self.rank = 0  # rank of the window, from the rank decisions
@@ -97,12 +104,23 @@ class GivensWindow:
         self._append(z, y)
         if self.n > self.N:
             self._remove_oldest()
+        if self.alpha > 0.0:
+            self._ridge_beta()
+            return
         # probe R R⁺ R = R along v; refresh R⁺ from R when the recursion has drifted
         n = self.n
         Rv = M[:n, R] @ self._v
         drift = M[:n, R] @ (M[:n, P].T @ Rv) - Rv
         if drift @ drift > (self.probe_tol**2) * (Rv @ Rv):
             self.refresh()
+
+    def _ridge_beta(self):
+        # Ã = QR  ⇒  β = Ãᵀ(ÃÃᵀ + αI)⁻¹Ỹ = Rᵀ (R Rᵀ + αI)⁻¹ η
+        n = self.n
+        R = self.M[:n, self._R]
+        S = R @ R.T
+        S.flat[:: n + 1] += self.alpha
+        self.beta = R.T @ np.linalg.solve(S, self.M[:n, self._eta])
 
     def refresh(self):
         """Recompute ``R⁺ = pinv(R)``, the rank and ``β = R⁺η`` from the factor ``R``."""
@@ -123,6 +141,9 @@ class GivensWindow:
         M, n, D = self.M, self.n, self.D
         R, P, eta, Qt = self._R, self._P, self._eta, self._Qt
         Pt = M[:n, P]  # rows of (R⁺)ᵀ
+        if self.alpha > 0.0:
+            self._place_row(z, y, None)
+            return
         # Greville (row append) on R̄ = [R; zᵀ]:
         #   h = zᵀR⁺,  c = (I − R⁺R) z
         #   b = c/‖c‖²                if c ≠ 0 (the rank grows)
@@ -138,11 +159,16 @@ class GivensWindow:
             b = (Pt.T @ h) / (1.0 + h @ h)
         self.beta += np.outer(b, y - z @ self.beta)
         Pt -= np.outer(h, b)
+        self._place_row(z, y, b)
+
+    def _place_row(self, z, y, b):
+        M, n, D = self.M, self.n, self.D
         M[n, :] = 0.0
-        M[n, R] = z
-        M[n, P] = b
-        M[n, eta] = y
-        M[n, Qt.start + n] = 1.0  # Q̄ = diag(Q, 1): the new sample is its own row
+        M[n, self._R] = z
+        if b is not None:
+            M[n, self._P] = b
+        M[n, self._eta] = y
+        M[n, self._Qt.start + n] = 1.0  # Q̄ = diag(Q, 1): the new sample is its own row
         self.n = n = n + 1
         # Step 3: Givens rotations zero the new row left of the diagonal (R upper trapezoidal)
         r = n - 1
@@ -167,6 +193,17 @@ class GivensWindow:
             self._rotate(i - 1, i, a / rr, bb / rr)
             M[i, q0] = 0.0
         # now row 0 of the rotated system is ±(oldest row): a = R[0], y_o = η[0]
+        if self.alpha == 0.0:
+            self._cline_delete_first(n)
+        # drop row 0 and the oldest sample's column of Qᵀ
+        M[: n - 1] = M[1:n]
+        M[n - 1] = 0.0
+        M[: n - 1, q0 : Qt.stop - 1] = M[: n - 1, q0 + 1 : Qt.stop]
+        M[:, Qt.stop - 1] = 0.0
+        self.n = n - 1
+
+    def _cline_delete_first(self, n):
+        M, R, P, eta = self.M, self._R, self._P, self._eta
         a = M[0, R]
         k = M[0, P].copy()  # k = R⁺e₁, the first column of R⁺
         Kt = M[1:n, P]
@@ -182,9 +219,3 @@ class GivensWindow:
             #   β ← β − k (y_o − aᵀβ)/(1 − aᵀk)
             Kt += np.outer(Kt @ a, k / (1.0 - t))
             self.beta -= np.outer(k, (M[0, eta] - a @ self.beta) / (1.0 - t))
-        # drop row 0 and the oldest sample's column of Qᵀ
-        M[: n - 1] = M[1:n]
-        M[n - 1] = 0.0
-        M[: n - 1, q0 : Qt.stop - 1] = M[: n - 1, q0 + 1 : Qt.stop]
-        M[:, Qt.stop - 1] = 0.0
-        self.n = n - 1

@@ -52,8 +52,10 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
           same cut-off as :func:`numpy.linalg.lstsq`). Slowest, most accurate at ``D ≈ N``.
         * ``"givens"`` — the ABO paper's recursion (Algorithm 1): a QR factorisation of
           the window updated by Givens rotations, its pseudo-inverse by Greville
-          (new row) and Cline (oldest row) formulas. Requires ``alpha=0``. One row at a
-          time.
+          (new row) and Cline (oldest row) formulas, recomputed from ``R`` whenever a
+          Penrose identity probe detects drift. With ``alpha > 0`` (not in the paper) the
+          ridge solution is read off the rotated factor, ``β = Rᵀ(RRᵀ + αI)⁻¹η``. One row
+          at a time.
 
     Attributes
     ----------
@@ -273,6 +275,9 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
+        # a sliding window forgets: the model fits the last ``window_size`` rows, so its
+        # score on a whole training set is not a fit criterion
+        tags.regressor_tags.poor_score = True
         return tags
 
     # ------------------------------------------------------------------ state
@@ -303,18 +308,11 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
                 n_targets=n_targets,
                 window_size=N,
                 forgetting_factor=self.forgetting_factor,
-            )
-
-    def _check_params_for_solver(self):
-        if self.solver == "givens" and self.alpha != 0:
-            raise ValueError(
-                "solver='givens' implements the ABO paper's unregularised recursion and "
-                f"needs alpha=0 (got alpha={self.alpha}); use solver='auto' for ridge."
+                alpha=self.alpha,
             )
 
     def _partial_fit(self, X, y, *, predict):
         first_call = not hasattr(self, "coef_")
-        self._check_params_for_solver()
         X, y = validate_data(
             self, X, y, reset=first_call, dtype=np.float64, multi_output=True, y_numeric=True
         )

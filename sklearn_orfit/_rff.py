@@ -144,6 +144,7 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         )
         self.random_offset_ = rng.uniform(0.0, 2.0 * np.pi, size=self.n_components)
         self._scale = np.sqrt(2.0 / self.n_components)
+        self._n_features_out = self.n_components
 
     def transform(self, X):
         """Apply the feature map.

@@ -84,8 +84,9 @@ def solve_normal_stack(S, B):
     with np.errstate(invalid="ignore", over="ignore"):
         kappa_hat = np.sqrt(np.einsum("jik,jik->j", S, S) * np.einsum("jik,jik->j", S_inv, S_inv))
         # spread of the coupled diagonal: max/min over rows that were not decoupled
-        hi = np.where(empty, 0.0, diag).max(axis=1, initial=0.0)
-        lo = np.where(empty, np.inf, diag).min(axis=1, initial=np.inf)
+        d2 = d * d  # the unscaled diagonal (``diag`` is a view of the scaled S now)
+        hi = np.where(empty, 0.0, d2).max(axis=1, initial=0.0)
+        lo = np.where(empty, np.inf, d2).min(axis=1, initial=np.inf)
         spread = np.where(np.isfinite(lo) & (lo > 0), hi / np.where(lo > 0, lo, 1.0), 1.0)
         kappa = kappa_hat * spread
     kappa = np.where(np.isfinite(kappa), kappa, np.inf)

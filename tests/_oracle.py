@@ -1,0 +1,54 @@
+"""From-scratch oracles the recursive solvers are tested against (SPEC §2)."""
+
+import numpy as np
+
+
+def window_lstsq(Z, Y, t, *, window_size, forgetting_factor, alpha):
+    """The SPEC §2 solution on the window of rows ``< t``, from scratch.
+
+    ``alpha == 0``: ``numpy.linalg.lstsq(W½ Z, W½ Y, rcond=None)``. ``alpha > 0``: the ridge
+    solution ``argmin ‖W½(Y − Zβ)‖² + α‖β‖²`` from the SVD of the weighted window,
+    ``β = V diag(s/(s² + α)) Uᵀ W½ Y`` (the same as ``lstsq([W½ Z; √α I], [W½ Y; 0])``,
+    see ``test_ridge_oracle_equals_augmented_lstsq``, without its ``O(D³)`` cost).
+
+    Returns the coefficients and the condition number of that least-squares problem
+    (over its non-zero singular values).
+    """
+    lo = max(0, t - window_size)
+    A, B = Z[lo:t], Y[lo:t]
+    sw = np.sqrt(forgetting_factor) ** np.arange(t - lo - 1, -1, -1)
+    A = A * sw[:, None]
+    B = B * sw[:, None]
+    if A.shape[0] == 0:
+        return np.zeros((Z.shape[1], Y.shape[1])), 1.0
+    if alpha:
+        U, s, Vt = np.linalg.svd(A, full_matrices=False)
+        beta = Vt.T @ ((s / (s * s + alpha))[:, None] * (U.T @ B))
+        # condition number of the ridge problem [W½ Z; √α I]
+        s_all = np.sqrt(np.concatenate([s * s, [0.0] * (Z.shape[1] > len(s))]) + alpha)
+        return beta, float(s_all.max() / s_all.min())
+    beta, _, _, s = np.linalg.lstsq(A, B, rcond=None)
+    # condition number of the oracle's problem over its non-zero singular values
+    s = s[s > np.finfo(float).eps * max(A.shape) * s[0]]
+    kappa = float(s[0] / s[-1]) if s.size else 1.0
+    return beta, kappa
+
+
+def prequential_oracle(Z, Y, **params):
+    """Oracle prequential predictions, the window condition numbers and the final β."""
+    Y = Y.reshape(Y.shape[0], -1)
+    pred = np.zeros_like(Y, dtype=float)
+    kappa = np.ones(Z.shape[0])
+    for t in range(Z.shape[0]):
+        beta, kappa[t] = window_lstsq(Z, Y, t, **params)
+        pred[t] = Z[t] @ beta
+    beta, _ = window_lstsq(Z, Y, Z.shape[0], **params)
+    return pred, kappa, beta
+
+
+def augmented_ridge(A, B, alpha):
+    """``lstsq([A; √α I], [B; 0])``: the textbook ridge oracle (``O(D³)``, small D only)."""
+    D = A.shape[1]
+    A_aug = np.vstack([A, np.sqrt(alpha) * np.eye(D)])
+    B_aug = np.vstack([B, np.zeros((D, B.shape[1]))])
+    return np.linalg.lstsq(A_aug, B_aug, rcond=None)[0]

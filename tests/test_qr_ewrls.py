@@ -1,0 +1,258 @@
+"""QREWRLSRegressor against the from-scratch oracle of SPEC §2, at every step."""
+
+import copy
+import pickle
+from functools import lru_cache
+
+import numpy as np
+import pytest
+from _oracle import augmented_ridge, prequential_oracle, window_lstsq
+
+from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
+from sklearn_orfit.datasets import make_abo_series, make_lagged
+
+EPS = np.finfo(np.float64).eps
+N = 20
+N_STEPS = 2000
+# per-step bound, relative to max|ŷ|: 1e-9, or the window's condition number times a
+# solver constant where that is larger (only near the interpolation threshold D = N)
+KAPPA_FACTOR = {"auto": 100 * EPS, "svd": 100 * EPS, "givens": 1e-12}
+
+
+@lru_cache(maxsize=None)
+def abo_features(D, n_steps=N_STEPS):
+    x = make_abo_series(n_steps + 7, random_state=0)
+    X, y = make_lagged(x, 7)
+    Z = RandomFourierFeatures(D, sigma=1.0, random_state=0).fit_transform(X)
+    return Z, y
+
+
+@lru_cache(maxsize=None)
+def oracle(D, lam, alpha):
+    Z, y = abo_features(D)
+    return prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=alpha)
+
+
+def assert_matches_oracle(y_pred, o_pred, kappa, solver):
+    y_pred = y_pred.reshape(o_pred.shape)
+    scale = np.abs(o_pred).max()
+    tol = np.maximum(1e-9, KAPPA_FACTOR[solver] * kappa)[:, None] * scale
+    err = np.abs(y_pred - o_pred)
+    worst = np.argmax((err / tol).max(axis=1))
+    assert np.all(err <= tol), (
+        f"step {worst}: |ŷ − oracle| = {err[worst].max():.3e} > {tol[worst, 0]:.3e} "
+        f"(κ = {kappa[worst]:.3e}, max|ŷ| = {scale:.3e})"
+    )
+
+
+@pytest.mark.parametrize("solver", ["auto", "givens", "svd"])
+@pytest.mark.parametrize("alpha", [0.0, 1e-2])
+@pytest.mark.parametrize("lam", [1.0, 0.9])
+@pytest.mark.parametrize("D", [2, 8, 20, 64, 1024, 8192])
+def test_prequential_matches_oracle(D, lam, alpha, solver):
+    if solver == "svd" and D == 8192 and (lam, alpha) != (0.9, 0.0):
+        pytest.skip("the orthogonal reference route is checked once at this width")
+    Z, y = abo_features(D)
+    o_pred, kappa, o_beta = oracle(D, lam, alpha)
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha, solver=solver)
+    y_pred = prequential_predict(reg, Z, y)
+    assert y_pred.shape == y.shape
+    assert_matches_oracle(y_pred, o_pred, kappa, solver)
+    scale = np.abs(o_beta).max()
+    np.testing.assert_allclose(reg.coef_, o_beta[:, 0], atol=1e-9 * max(1, kappa[-1]) * scale)
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.9])
+@pytest.mark.parametrize("D", [8, 20, 64])
+def test_ridge_oracle_equals_augmented_lstsq(D, lam):
+    Z, y = abo_features(D, 200)
+    for t in [1, 5, 20, 150]:
+        beta, _ = window_lstsq(Z, y[:, None], t, window_size=N, forgetting_factor=lam, alpha=1e-2)
+        lo = max(0, t - N)
+        sw = np.sqrt(lam) ** np.arange(t - lo - 1, -1, -1)
+        ref = augmented_ridge(Z[lo:t] * sw[:, None], y[lo:t, None] * sw[:, None], 1e-2)
+        np.testing.assert_allclose(beta, ref, rtol=1e-10, atol=1e-12)
+
+
+def test_oracle_test_can_fail():
+    # a solver that is wrong by 1e-7 relative must be caught by the bound above
+    Z, y = abo_features(64)
+    o_pred, kappa, _ = oracle(64, 1.0, 0.0)
+    wrong = o_pred[:, 0] * (1 + 1e-7)
+    with pytest.raises(AssertionError):
+        assert_matches_oracle(wrong, o_pred, kappa, "auto")
+
+
+@pytest.mark.parametrize("solver", ["auto", "givens"])
+@pytest.mark.parametrize("D", [8, 64])
+def test_two_dimensional_targets(D, solver):
+    Z, y = abo_features(D, 600)
+    rng = np.random.default_rng(1)
+    Y = np.column_stack([y, np.sin(3 * y), rng.normal(size=y.shape)])
+    reg = QREWRLSRegressor(N, forgetting_factor=0.9, solver=solver)
+    Y_pred = prequential_predict(reg, Z, Y)
+    o_pred, kappa, o_beta = prequential_oracle(Z, Y, window_size=N, forgetting_factor=0.9, alpha=0)
+    assert Y_pred.shape == Y.shape and reg.coef_.shape == (D, 3)
+    assert_matches_oracle(Y_pred, o_pred, kappa, solver)
+    np.testing.assert_allclose(reg.coef_, o_beta, atol=1e-9 * np.abs(o_beta).max())
+    np.testing.assert_allclose(reg.predict(Z[:5]), Z[:5] @ o_beta, atol=1e-9 * np.abs(Y).max())
+
+
+@pytest.mark.parametrize("D", [64, 1024])
+def test_forgetting_factor_identity_when_overparameterised(D):
+    # D > N: every residual of the window is zero, so β_t does not depend on λ
+    Z, y = abo_features(D, 500)
+    p1 = prequential_predict(QREWRLSRegressor(N, forgetting_factor=1.0), Z, y)
+    p2 = prequential_predict(QREWRLSRegressor(N, forgetting_factor=0.9), Z, y)
+    np.testing.assert_allclose(p1, p2, rtol=0, atol=1e-10 * np.abs(p1).max())
+    # and it really does when D < N
+    Z8, y8 = abo_features(8, 500)
+    q1 = prequential_predict(QREWRLSRegressor(N, forgetting_factor=1.0), Z8, y8)
+    q2 = prequential_predict(QREWRLSRegressor(N, forgetting_factor=0.9), Z8, y8)
+    assert np.abs(q1 - q2).max() > 1e-3
+
+
+def degenerate_stream(kind, D, n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    if kind == "low_rank":  # rows confined to a 3-dimensional subspace
+        Z = rng.normal(size=(n, 3)) @ rng.normal(size=(3, D))
+    elif kind == "duplicated":  # the same row repeated long enough to fill the window
+        Z = rng.normal(size=(n, D))
+        Z[50:90] = Z[50]
+        Z[200:205] = Z[199]
+    elif kind == "zero_rows":
+        Z = rng.normal(size=(n, D))
+        Z[::7] = 0.0
+    y = rng.normal(size=n)
+    return Z, y
+
+
+@pytest.mark.parametrize("solver", ["auto", "givens"])
+@pytest.mark.parametrize("kind", ["low_rank", "duplicated", "zero_rows"])
+@pytest.mark.parametrize("D", [8, 20, 64])
+@pytest.mark.parametrize("lam", [1.0, 0.9])
+def test_degenerate_windows_match_oracle(kind, D, lam, solver):
+    Z, y = degenerate_stream(kind, D)
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, solver=solver)
+    y_pred = prequential_predict(reg, Z, y)
+    o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=0)
+    assert np.all(np.isfinite(y_pred))
+    assert_matches_oracle(y_pred, o_pred, kappa, solver)
+
+
+@pytest.mark.parametrize("solver", ["auto", "givens"])
+@pytest.mark.parametrize("D", [8, 64])
+def test_chunking_fit_and_single_row_paths_agree(D, solver):
+    Z, y = abo_features(D, 400)
+    whole = prequential_predict(QREWRLSRegressor(N, forgetting_factor=0.9, solver=solver), Z, y)
+    reg = QREWRLSRegressor(N, forgetting_factor=0.9, solver=solver)
+    pieces = [prequential_predict(reg, Z[a:b], y[a:b]) for a, b in [(0, 1), (1, 13), (13, 250), (250, 400)]]
+    np.testing.assert_allclose(np.concatenate(pieces), whole, rtol=0, atol=1e-10)
+    # fit == streaming partial_fit
+    fitted = QREWRLSRegressor(N, forgetting_factor=0.9, solver=solver).fit(Z, y)
+    np.testing.assert_allclose(fitted.coef_, reg.coef_, rtol=0, atol=1e-10)
+    # single-observation path
+    one = QREWRLSRegressor(N, forgetting_factor=0.9, solver=solver).partial_fit(Z[:1], y[:1])
+    preds = [0.0]
+    for t in range(1, len(y)):
+        preds.append(one.predict_one(Z[t]))
+        one.learn_one(Z[t], y[t])
+    np.testing.assert_allclose(preds, whole, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(one.coef_, reg.coef_, rtol=0, atol=1e-10)
+
+
+def test_no_look_ahead_bit_identical():
+    Z, y = abo_features(64, 300)
+    base = prequential_predict(QREWRLSRegressor(N), Z, y)
+    for i in [0, 17, 150, 299]:
+        Z2, y2 = Z.copy(), y.copy()
+        Z2[i + 1 :] += 1.0
+        y2[i:] -= 3.0
+        pert = prequential_predict(QREWRLSRegressor(N), Z2, y2)
+        assert np.array_equal(pert[: i + 1], base[: i + 1])
+
+
+@pytest.mark.parametrize("solver", ["auto", "givens"])
+def test_pickle_mid_stream_is_seamless(solver):
+    Z, y = abo_features(64, 300)
+    straight = QREWRLSRegressor(N, forgetting_factor=0.9, solver=solver)
+    p_straight = prequential_predict(straight, Z, y)
+    reg = QREWRLSRegressor(N, forgetting_factor=0.9, solver=solver)
+    p1 = prequential_predict(reg, Z[:120], y[:120])
+    for clone in (pickle.loads(pickle.dumps(reg)), copy.deepcopy(reg)):
+        p2 = prequential_predict(clone, Z[120:], y[120:])
+        assert np.array_equal(np.concatenate([p1, p2]), p_straight)
+        assert np.array_equal(clone.coef_, straight.coef_)
+
+
+@pytest.mark.parametrize(
+    "X_bad, y_bad, match",
+    [
+        ("nan", None, "NaN"),
+        ("wide", None, "features"),
+        (None, "nan", "NaN"),
+        (None, "short", "inconsistent"),
+        (None, "2d", "targets"),
+    ],
+)
+def test_rejected_partial_fit_leaves_state_unchanged(X_bad, y_bad, match):
+    Z, y = abo_features(64, 100)
+    reg = QREWRLSRegressor(N).partial_fit(Z[:50], y[:50])
+    before = copy.deepcopy(reg.__dict__)
+    Xb, yb = Z[50:60].copy(), y[50:60].copy()
+    if X_bad == "nan":
+        Xb[3, 5] = np.nan
+    if X_bad == "wide":
+        Xb = np.hstack([Xb, Xb[:, :1]])
+    if y_bad == "nan":
+        yb[2] = np.nan
+    if y_bad == "short":
+        yb = yb[:-1]
+    if y_bad == "2d":
+        yb = np.column_stack([yb, yb])
+    with pytest.raises(ValueError, match=match):
+        reg.partial_fit(Xb, yb)
+    after = reg.__dict__
+    assert before.keys() == after.keys()
+    for k, v in before.items():
+        assert np.array_equal(np.asarray(v), np.asarray(after[k])), k
+    # and the stream continues as if nothing happened
+    ref = QREWRLSRegressor(N).partial_fit(Z[:50], y[:50]).partial_fit(Z[50:], y[50:])
+    assert np.array_equal(reg.partial_fit(Z[50:], y[50:]).coef_, ref.coef_)
+
+
+@pytest.mark.parametrize("D", [8, 64])
+def test_window_diagnostics(D):
+    Z, y = abo_features(D, 100)
+    reg = QREWRLSRegressor(N, forgetting_factor=0.9).fit(Z, y)
+    sw = np.sqrt(0.9) ** np.arange(N - 1, -1, -1)
+    s = np.linalg.svd(Z[-N:] * sw[:, None], compute_uv=False)
+    assert reg.n_window_ == N and reg.n_samples_seen_ == len(y)
+    np.testing.assert_allclose(reg.condition_number_, s[0] / s[-1], rtol=1e-8)
+    assert reg.rank_ == min(N, D)
+    low = QREWRLSRegressor(N).fit(*degenerate_stream("low_rank", D, n=60))
+    assert low.rank_ == 3
+
+
+def test_single_row_path_rejects_bad_rows():
+    Z, y = abo_features(8, 50)
+    reg = QREWRLSRegressor(N).fit(Z, y)
+    coef = reg.coef_.copy()
+    with pytest.raises(ValueError, match="NaN"):
+        reg.learn_one(np.full(8, np.nan), 1.0)
+    with pytest.raises(ValueError, match="features"):
+        reg.learn_one(np.ones(9), 1.0)
+    with pytest.raises(ValueError, match="NaN"):
+        reg.learn_one(np.ones(8), np.inf)
+    assert np.array_equal(reg.coef_, coef)
+
+
+def test_window_larger_than_stream_and_window_of_one():
+    rng = np.random.default_rng(3)
+    Z, y = rng.normal(size=(15, 6)), rng.normal(size=15)
+    for window, lam in [(50, 0.8), (1, 1.0)]:
+        reg = QREWRLSRegressor(window, forgetting_factor=lam)
+        y_pred = prequential_predict(reg, Z, y)
+        o_pred, kappa, beta = prequential_oracle(Z, y, window_size=window, forgetting_factor=lam, alpha=0)
+        assert_matches_oracle(y_pred, o_pred, kappa, "auto")
+        np.testing.assert_allclose(reg.coef_, beta[:, 0], atol=1e-10)
