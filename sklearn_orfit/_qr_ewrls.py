@@ -5,6 +5,7 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.linalg import lapack
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -219,7 +220,7 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         y_pred : float or ndarray of shape (n_targets,)
             ``x @ coef_``.
         """
-        check_is_fitted(self)
+        _check_fitted_fast(self)
         x = check_one_row(x, n_features=self.n_features_in_)
         return x @ self.coef_
 
@@ -242,7 +243,7 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         self : QREWRLSRegressor
             The updated estimator.
         """
-        check_is_fitted(self)
+        _check_fitted_fast(self)
         x = check_one_row(x, n_features=self.n_features_in_)
         yv = check_one_target(y, n_targets=self._n_targets)
         if self.solver == "givens":
@@ -298,7 +299,7 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         # sqrt weights oldest-first: sqrt(λ^(N-1-i)), i = 0 .. N-1
         self._sqrt_w = np.sqrt(self.forgetting_factor) ** np.arange(N - 1, -1, -1)
         # dual route: Gram matrix of the ring, K[s, r] = <Z[s], Z[r]>
-        self._K = np.zeros((N, N)) if n_features >= N else None
+        self._K = np.zeros((N, N)) if n_features >= N and self.solver == "auto" else None
         self.coef_ = np.zeros(n_features if y_ndim == 1 else (n_features, n_targets))
         self.n_samples_seen_ = 0
         self.n_orthogonal_windows_ = 0
@@ -320,8 +321,10 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         if first_call:
             self._init_state(X.shape[1], Y.shape[1], y.ndim)
         elif (y.ndim == 1) != (self._n_targets is None) or Y.shape[1] != self._Y.shape[1]:
-            expected = "1-D" if self._n_targets is None else f"{self._n_targets} targets"
-            raise ValueError(f"y has shape {y.shape} but this stream has {expected}.")
+            expected = (
+                "1-D (one target)" if self._n_targets is None else f"2-D with {self._n_targets} targets"
+            )
+            raise ValueError(f"y has shape {y.shape} but this stream's y is {expected}.")
         if self.solver == "givens":
             Y_pred = self._learn_givens(X, Y, predict=predict)
         else:
@@ -360,33 +363,27 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         # Ỹ_j = W½ Y_j for each window j: rows j .. j+N-1 of E
         Yw = np.lib.stride_tricks.sliding_window_view(YE, N, axis=0)  # (b+1, c, N)
         Yw = np.swapaxes(Yw, 1, 2) * sw[None, :, None]
-        if self.n_features_in_ >= N and self.solver == "auto":
-            beta_or_c, flagged, K_last = self._dual_block(Z_old, Z_new, Yw)
-        elif self.solver == "auto":
-            beta_or_c, flagged, K_last = self._primal_block(Z_old, Z_new, Yw), None, None
-            beta_or_c, flagged = beta_or_c
+        dual = self.n_features_in_ >= N
+        Y_pred = np.empty((b, Y_new.shape[1])) if predict else None
+        coef, K_last = None, None
+        if self.solver == "svd":
+            flagged = np.ones(b + 1, dtype=bool)
+        elif dual:
+            # invariant: β_j = Ã_jᵀ c_j, c_j = (Ã_j Ã_jᵀ + αI)⁻¹ Ỹ_j, Ã_j = W½ Z_j
+            c, flagged, K_last, k_new = self._dual_block(Z_old, Z_new, Yw)
+            a = c * sw[None, :, None]  # dual coefficients on the unweighted rows
+            if predict:
+                # ŷ_j = z_jᵀ β_j = Σ_i <z_j, z_i> a_ji
+                Y_pred[:] = np.einsum("jn,jnc->jc", k_new, a[:b])
+            coef_rows = np.concatenate([Z_old, Z_new])[-N:] if b < N else Z_new[-N:]
+            coef = coef_rows.T @ a[b]
         else:
-            beta_or_c, flagged, K_last = None, np.ones(b + 1, dtype=bool), None
-
-        # predictions (before the orthogonal fallback fills its windows)
-        Y_pred = None
-        dual = self.n_features_in_ >= N and self.solver == "auto"
-        if predict:
-            Y_pred = np.empty((b, Y_new.shape[1]))
-        coef = None
-        if beta_or_c is not None:
-            if dual:
-                # ŷ_j = k_jᵀ W½ c_j, coef = Z_lastᵀ W½ c_b
-                a = beta_or_c * sw[None, :, None]  # dual coefficients on the rows
-                if predict:
-                    Y_pred[:] = np.einsum("jn,jnc->jc", self._k_new, a[:b])
-                coef_rows = np.concatenate([Z_old, Z_new])[-N:] if b < N else Z_new[-N:]
-                coef = coef_rows.T @ a[b]
-            else:
-                if predict:
-                    Y_pred[:] = np.einsum("jd,jdc->jc", Z_new, beta_or_c[:b])
-                coef = beta_or_c[b]
-        idx = np.flatnonzero(flagged) if flagged is not None else np.arange(0)
+            # invariant: β_j = (Z_jᵀ W Z_j + αI)⁻¹ Z_jᵀ W Y_j
+            beta, flagged = self._primal_block(Z_old, Z_new, Yw)
+            if predict:
+                Y_pred[:] = np.einsum("jd,jdc->jc", Z_new, beta[:b])
+            coef = beta[b]
+        idx = np.flatnonzero(flagged)
         if idx.size:
             # orthogonal route on the flagged windows, in blocks to bound memory
             for chunk in np.array_split(idx, max(1, idx.size // 64)):
@@ -450,14 +447,14 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         # K_j[i, l] = <E[j+i], E[j+l]> = band[j + max(i, l), |i − l|]
         K = band[np.arange(b + 1)[:, None, None] + hi[None], lag[None]]
         # k_j[i] = <E[N+j], E[j+i]> = band[N + j, N − i]: the new row against window j
-        self._k_new = band[N + np.arange(b)[:, None], N - il[None, :]]
+        k_new = band[N + np.arange(b)[:, None], N - il[None, :]]
         K_last = K[b].copy()
         sw = self._sqrt_w
         S = K * (sw[:, None] * sw[None, :])[None]
         if self.alpha:
             S[:, il, il] += self.alpha
         c, kappa = solve_normal_stack(S, Yw.copy())
-        return c, ~(kappa <= GRAM_KAPPA_MAX), K_last
+        return c, ~(kappa <= GRAM_KAPPA_MAX), K_last, k_new
 
     def _primal_block(self, Z_old, Z_new, Yw):
         """``D < N``: solve ``(Zᵀ W Z + αI) β = Zᵀ W y`` for every window."""
@@ -484,9 +481,8 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
             self._Y[: N - b] = Y_old[b:]
             self._Y[N - b :] = Y_new
         self._pos = 0
-        if self._K is not None:
-            self._K[:] = K_last if K_last is not None else self._Z @ self._Z.T
-        self.__dict__.pop("_k_new", None)
+        if K_last is not None:
+            self._K[:] = K_last
 
     # ------------------------------------------------------------------ single row
     def _push(self, Z_new, Y_new):
@@ -504,7 +500,7 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
 
     def _set_coef_one(self):
         """Solve the current window alone (same mathematics as a block of one)."""
-        sw = np.roll(self._sqrt_w, self._pos)  # sqrt weight of each ring slot
+        sw = self._ring_sqrt_w()
         Yw = self._Y * sw[:, None]
         beta = None
         if self.solver == "auto":
@@ -540,39 +536,47 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         self.coef_ = g.beta.reshape(self.coef_.shape).copy()
         return Y_pred
 
+    def _ring_sqrt_w(self):
+        """sqrt weight of each ring slot: slot ``s`` holds window position ``(s − pos) % N``."""
+        w, cut = self._sqrt_w, self.window_size - self._pos
+        return np.concatenate((w[cut:], w[:cut]))
+
     def _window_singular_values(self):
         check_is_fitted(self)
-        sw = np.roll(self._sqrt_w, self._pos)
+        sw = self._ring_sqrt_w()
         return np.linalg.svd(self._Z * sw[:, None], compute_uv=False)
+
+
+def _check_fitted_fast(estimator):
+    """``check_is_fitted`` for the single-observation path: one attribute lookup."""
+    if "coef_" not in estimator.__dict__:
+        raise NotFittedError(
+            f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' or "
+            "'partial_fit' with appropriate arguments before using this estimator."
+        )
 
 
 def _cho_solve_checked(S, rhs):
     """Cholesky solve of one SPD system, or ``None`` when it is too ill-conditioned.
 
-    Mirrors :func:`solve_normal_stack` for a single window: zero-diagonal rows are
-    decoupled, the condition number is estimated (LAPACK ``pocon``) and checked against
-    :data:`GRAM_KAPPA_MAX` scaled by the diagonal's spread.
+    The single-window twin of :func:`solve_normal_stack`: zero-diagonal rows are decoupled
+    (given the mean diagonal, so they do not distort the estimate), the condition number
+    is estimated by LAPACK ``pocon`` and checked against :data:`GRAM_KAPPA_MAX`.
     """
-    diag = S.diagonal().copy()
+    diag = S.diagonal()
     empty = diag <= 0.0
     if empty.any():
-        S = S.copy()
-        rhs = rhs.copy()
+        S, rhs = S.copy(), rhs.copy()
+        fill = diag[~empty].mean() if (~empty).any() else 1.0
         S[empty, :] = 0.0
         S[:, empty] = 0.0
-        S[empty, empty] = 1.0
+        S[empty, empty] = fill
         rhs[empty] = 0.0
-        diag[empty] = 1.0
-    d = np.sqrt(diag)
-    Sh = S / np.outer(d, d)
-    L, info = lapack.dpotrf(Sh, lower=1, clean=0)
+    anorm = np.abs(S).sum(axis=0).max()
+    L, info = lapack.dpotrf(S, lower=1, clean=0)
     if info != 0:
         return None
-    anorm = np.abs(Sh).sum(axis=0).max()
-    rcond, info = lapack.dpocon(L, anorm, lower=1)
-    full = diag[~empty]
-    spread = full.max() / full.min() if full.size else 1.0
-    if info != 0 or rcond <= 0 or spread / rcond > GRAM_KAPPA_MAX:
+    rcond, info = lapack.dpocon(L, anorm, uplo="L")
+    if info != 0 or not rcond * GRAM_KAPPA_MAX >= 1.0:
         return None
-    x, info = lapack.dpotrs(L, rhs / d[:, None], lower=1)
-    return x / d[:, None]
+    return lapack.dpotrs(L, rhs, lower=1)[0]

@@ -184,7 +184,8 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         z : ndarray of shape (n_components,)
             Its random features, float64.
         """
-        check_is_fitted(self)
+        if "random_weights_" not in self.__dict__:
+            check_is_fitted(self)  # raises NotFittedError with the usual message
         x = check_one_row(x, n_features=self.n_features_in_)
         z = x @ self.random_weights_
         z += self.random_offset_

@@ -1,0 +1,25 @@
+"""Long streams stay exact (slow: ``python -m pytest -m slow``)."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+
+def load_bench(name):
+    path = Path(__file__).parents[1] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_million_step_stream_stays_exact():
+    worst = load_bench("bench_soak").main(["--steps", "1000000", "--check", "1000"])
+    assert worst <= 1e-9
+
+
+def test_short_soak_runs_and_is_exact():
+    worst = load_bench("bench_soak").main(["--steps", "3000", "--check", "100"])
+    assert worst <= 1e-9
