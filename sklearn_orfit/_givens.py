@@ -84,6 +84,13 @@ class GivensWindow:
         self._eta = slice(2 * D, 2 * D + c)
         self._Qt = slice(2 * D + c, 2 * D + c + N + 1)
 
+    def copy(self):
+        """An independent copy (arrays copied)."""
+        new = GivensWindow.__new__(GivensWindow)
+        new.__dict__.update(self.__dict__)
+        new.M, new.beta = self.M.copy(), self.beta.copy()
+        return new
+
     # -- one rotation: rows (i, j) of M ← [[c, s], [−s, c]] (rows (i, j))
     def _rotate(self, i, j, cos, sin):
         Mi, Mj = self.M[i], self.M[j]

@@ -150,8 +150,7 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         self : QREWRLSRegressor
             The fitted estimator.
         """
-        self._reset()
-        return self._partial_fit(X, y, predict=False)[0]
+        return self._partial_fit(X, y, predict=False, reset=True)[0]
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y):
@@ -283,10 +282,9 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ state
     def _reset(self):
-        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
-            delattr(self, name)
-        for name in ("_Z", "_Y", "_pos", "_K", "_givens", "_n_targets", "_sqrt_w"):
-            self.__dict__.pop(name, None)
+        # _init_state sets every other piece of state; validate_data(reset=True) has
+        # already reset n_features_in_ and feature_names_in_
+        self.__dict__.pop("_givens", None)
 
     def _init_state(self, n_features, n_targets, y_ndim):
         N = self.window_size
@@ -312,27 +310,56 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
                 alpha=self.alpha,
             )
 
-    def _partial_fit(self, X, y, *, predict):
-        first_call = not hasattr(self, "coef_")
-        X, y = validate_data(
-            self, X, y, reset=first_call, dtype=np.float64, multi_output=True, y_numeric=True
-        )
-        Y = y.reshape(y.shape[0], -1)
-        if first_call:
-            self._init_state(X.shape[1], Y.shape[1], y.ndim)
-        elif (y.ndim == 1) != (self._n_targets is None) or Y.shape[1] != self._Y.shape[1]:
-            expected = (
-                "1-D (one target)" if self._n_targets is None else f"2-D with {self._n_targets} targets"
+    def _partial_fit(self, X, y, *, predict, reset=False):
+        """Validate the whole call, then learn it; on any error restore the prior state."""
+        saved = self._snapshot()
+        try:
+            first_call = reset or not hasattr(self, "coef_")
+            X, y = validate_data(
+                self, X, y, reset=first_call, dtype=np.float64, multi_output=True, y_numeric=True
             )
-            raise ValueError(f"y has shape {y.shape} but this stream's y is {expected}.")
-        if self.solver == "givens":
-            Y_pred = self._learn_givens(X, Y, predict=predict)
-        else:
-            Y_pred = self._learn_windows(X, Y, predict=predict)
+            Y = y.reshape(y.shape[0], -1)
+            if first_call:
+                self._reset()
+                self._init_state(X.shape[1], Y.shape[1], y.ndim)
+            elif (y.ndim == 1) != (self._n_targets is None) or Y.shape[1] != self._Y.shape[1]:
+                expected = (
+                    "1-D (one target)"
+                    if self._n_targets is None
+                    else f"2-D with {self._n_targets} targets"
+                )
+                raise ValueError(f"y has shape {y.shape} but this stream's y is {expected}.")
+            # overflow is detected below and reported as an error, not as a warning
+            with np.errstate(over="ignore", invalid="ignore"):
+                if self.solver == "givens":
+                    Y_pred = self._learn_givens(X, Y, predict=predict)
+                else:
+                    Y_pred = self._learn_windows(X, Y, predict=predict)
+            if not np.all(np.isfinite(self.coef_)) or (
+                Y_pred is not None and not np.all(np.isfinite(Y_pred))
+            ):
+                raise ValueError(
+                    "the window's least-squares solution overflowed (non-finite "
+                    "coefficients); rescale X and y, e.g. with RecursiveStandardScaler."
+                )
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
         self.n_samples_seen_ += X.shape[0]
         if Y_pred is not None and y.ndim == 1:
             Y_pred = Y_pred[:, 0]
         return self, Y_pred
+
+    def _snapshot(self):
+        """A copy of the state deep enough to restore it after a failed call."""
+        saved = dict(self.__dict__)
+        for k, v in saved.items():
+            if isinstance(v, np.ndarray):
+                saved[k] = v.copy()
+            elif isinstance(v, GivensWindow):
+                saved[k] = v.copy()
+        return saved
 
     # ------------------------------------------------------------------ "auto" / "svd"
     def _ordered_window(self):
@@ -453,7 +480,10 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         S = K * (sw[:, None] * sw[None, :])[None]
         if self.alpha:
             S[:, il, il] += self.alpha
-        c, kappa = solve_normal_stack(S, Yw.copy())
+        # window j position i is E[j + i]; the first N − n_valid rows of E are padding
+        n_valid = min(self.n_samples_seen_, N)
+        pad = (np.arange(b + 1)[:, None] + il[None, :]) < N - n_valid
+        c, kappa = solve_normal_stack(S, Yw.copy(), pad=pad)
         return c, ~(kappa <= GRAM_KAPPA_MAX), K_last, k_new
 
     def _primal_block(self, Z_old, Z_new, Yw):
@@ -513,7 +543,11 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
                 rhs = Wz.T @ self._Y
             if self.alpha:
                 S.flat[:: S.shape[0] + 1] += self.alpha
-            sol = _cho_solve_checked(S, rhs)
+            # padding: window positions (s − pos) % N before the first row of the stream
+            N = self.window_size
+            n_valid = min(self.n_samples_seen_ + 1, N)
+            pad = ((np.arange(N) - self._pos) % N) < N - n_valid if self._K is not None else None
+            sol = _cho_solve_checked(S, rhs, pad=pad)
             if sol is not None:
                 beta = self._Z.T @ (sol * sw[:, None]) if self._K is not None else sol
         if beta is None:
@@ -556,15 +590,21 @@ def _check_fitted_fast(estimator):
         )
 
 
-def _cho_solve_checked(S, rhs):
+def _cho_solve_checked(S, rhs, pad=None):
     """Cholesky solve of one SPD system, or ``None`` when it is too ill-conditioned.
 
-    The single-window twin of :func:`solve_normal_stack`: zero-diagonal rows are decoupled
-    (given the mean diagonal, so they do not distort the estimate), the condition number
-    is estimated by LAPACK ``pocon`` and checked against :data:`GRAM_KAPPA_MAX`.
+    The single-window twin of :func:`solve_normal_stack`: ``pad`` rows (ring slots not yet
+    written) are decoupled (given the mean diagonal, so they do not distort the estimate);
+    any other zero diagonal, or a condition number (LAPACK ``pocon``) above
+    :data:`GRAM_KAPPA_MAX`, returns ``None``.
     """
     diag = S.diagonal()
     empty = diag <= 0.0
+    if pad is None:
+        if empty.any():
+            return None
+    elif (empty & ~pad).any():
+        return None
     if empty.any():
         S, rhs = S.copy(), rhs.copy()
         fill = diag[~empty].mean() if (~empty).any() else 1.0

@@ -30,13 +30,14 @@ __all__ = ["GRAM_KAPPA_MAX", "solve_normal_stack", "lstsq_stack"]
 GRAM_KAPPA_MAX = 1e6
 
 
-def solve_normal_stack(S, B):
+def solve_normal_stack(S, B, pad=None):
     """Solve a stack of symmetric positive (semi)definite systems with a condition bound.
 
-    Rows/columns whose diagonal entry is exactly zero (zero feature rows in the dual,
-    features absent from the window in the primal) carry no information: they are
-    decoupled (unit diagonal, zero right-hand side), which is what the pseudo-inverse does
-    with them.
+    Rows marked in ``pad`` (window positions before the start of the stream) carry no
+    information: they are decoupled (unit diagonal, zero right-hand side), which is what
+    the pseudo-inverse does with zero rows. Any other zero on a diagonal — an all-zero
+    row, or one whose squared norm underflowed — gets ``kappa = inf``, so the caller
+    sends that window to the orthogonal route, which tells the two apart.
 
     Parameters
     ----------
@@ -44,6 +45,8 @@ def solve_normal_stack(S, B):
         Gram matrices; modified in place.
     B : ndarray of shape (n_windows, m, n_targets)
         Right-hand sides; modified in place.
+    pad : ndarray of shape (n_windows, m) of bool, default=None
+        Structural zero rows to decouple.
 
     Returns
     -------
@@ -56,6 +59,7 @@ def solve_normal_stack(S, B):
     m = S.shape[1]
     diag = np.einsum("jii->ji", S)  # a writable view of the diagonals
     empty = diag <= 0.0
+    singular = (empty & ~pad).any(axis=1) if pad is not None else empty.any(axis=1)
     if empty.any():
         # decouple rows that carry nothing: S_ii = 1, S_i· = 0, B_i = 0
         jj, ii = np.nonzero(empty)
@@ -89,7 +93,7 @@ def solve_normal_stack(S, B):
         lo = np.where(empty, np.inf, d2).min(axis=1, initial=np.inf)
         spread = np.where(np.isfinite(lo) & (lo > 0), hi / np.where(lo > 0, lo, 1.0), 1.0)
         kappa = kappa_hat * spread
-    kappa = np.where(np.isfinite(kappa), kappa, np.inf)
+    kappa = np.where(np.isfinite(kappa) & ~singular, kappa, np.inf)
     return X, kappa
 
 

@@ -266,3 +266,60 @@ def test_window_larger_than_stream_and_window_of_one():
         o_pred, kappa, beta = prequential_oracle(Z, y, window_size=window, forgetting_factor=lam, alpha=0)
         assert_matches_oracle(y_pred, o_pred, kappa, "auto")
         np.testing.assert_allclose(reg.coef_, beta[:, 0], atol=1e-10)
+
+
+def test_rejected_fit_keeps_the_previous_stream():
+    Z, y = abo_features(64, 100)
+    reg = QREWRLSRegressor(N).fit(Z, y)
+    before = copy.deepcopy(reg.__dict__)
+    Zb = Z.copy()
+    Zb[5, 3] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        reg.fit(Zb, y)
+    assert before.keys() == reg.__dict__.keys()
+    for k, v in before.items():
+        assert np.array_equal(np.asarray(v), np.asarray(reg.__dict__[k])), k
+
+
+@pytest.mark.parametrize("solver", ["auto", "givens"])
+@pytest.mark.parametrize("scale", [1e-150, 1e150])
+def test_extreme_scales_are_exact(scale, solver):
+    Z, y = degenerate_stream("zero_rows", 8, n=120)
+    Z, y = Z * scale, y * scale
+    y_pred = prequential_predict(QREWRLSRegressor(N, solver=solver), Z, y)
+    o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=1.0, alpha=0)
+    assert_matches_oracle(y_pred, o_pred, kappa, solver)
+
+
+def test_gram_overflow_falls_back_to_the_orthogonal_route():
+    # ‖z‖² overflows at 1e200, the window itself does not: the result is still exact
+    Z, y = degenerate_stream("low_rank", 64, n=60)
+    reg = QREWRLSRegressor(N)
+    y_pred = prequential_predict(reg, Z * 1e200, y)
+    o_pred, kappa, _ = prequential_oracle(Z * 1e200, y, window_size=N, forgetting_factor=1.0, alpha=0)
+    assert_matches_oracle(y_pred, o_pred, kappa, "auto")
+    assert reg.n_orthogonal_windows_ > 0
+
+
+def test_overflowing_solution_is_a_clear_error_not_nan():
+    Z, y = degenerate_stream("low_rank", 64, n=60)
+    reg = QREWRLSRegressor(N).fit(Z[:30], y[:30])
+    coef = reg.coef_.copy()
+    with pytest.raises(ValueError, match="overflow"):
+        reg.partial_fit(Z[30:] * 1e-200, y[30:] * 1e200)  # |β| ~ 1e400
+    assert np.array_equal(reg.coef_, coef) and reg.n_samples_seen_ == 30
+
+
+@pytest.mark.parametrize("first", [1, 3, 19, 20, 25])
+def test_single_row_path_after_a_partial_window(first):
+    # the ring's padding must be recognised whatever call filled it
+    rng = np.random.default_rng(0)
+    Z, y = rng.normal(size=(60, 64)), rng.normal(size=60)
+    reg = QREWRLSRegressor(N).partial_fit(Z[:first], y[:first])
+    preds = []
+    for t in range(first, 60):
+        preds.append(reg.predict_one(Z[t]))
+        reg.learn_one(Z[t], y[t])
+    o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=1.0, alpha=0)
+    assert_matches_oracle(np.array(preds), o_pred[first:], kappa[first:], "auto")
+    assert reg.n_orthogonal_windows_ == 0  # generic windows stay on the fast route
