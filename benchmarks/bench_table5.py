@@ -96,10 +96,13 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="D up to 2**10, fewer repeats")
     parser.add_argument("--givens", action="store_true", help="also time solver='givens'")
+    parser.add_argument("--max-width", type=int, default=None, help="largest D to time")
     args = parser.parse_args(argv)
     x = make_abo_series(WARMUP + STEPS + N_LAGS + 1, random_state=0)
     X, y = make_lagged(x, N_LAGS)
     widths = [2**k for k in range(1, 11 if args.quick else 15)]
+    if args.max_width:
+        widths = [w for w in widths if w <= args.max_width]
     repeat = 2 if args.quick else 3
     with threadpool_limits(limits=1):
         blas = [f"{i['internal_api']} {i.get('version')} ({i['num_threads']} thread)" for i in threadpool_info()]

@@ -469,12 +469,18 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         N, b = self.window_size, Z_new.shape[0]
         band = self._band(Z_old, Z_new)
         il = np.arange(N)
-        hi = np.maximum(il[:, None], il[None, :])
-        lag = np.abs(il[:, None] - il[None, :])
-        # K_j[i, l] = <E[j+i], E[j+l]> = band[j + max(i, l), |i − l|]
-        K = band[np.arange(b + 1)[:, None, None] + hi[None], lag[None]]
+        # K_j[i, l] = <E[j+i], E[j+l]> = band[j + i, i − l] for l ≤ i: in the flat band that
+        # is element j(N+1) + i(N+2) − l, a strided view (N zeros in front keep the unused
+        # upper triangle's reads inside the buffer); the upper triangle mirrors the lower
+        flat = np.concatenate([np.zeros(N), band.ravel()])
+        step = flat.itemsize
+        V = np.lib.stride_tricks.as_strided(
+            flat[N:], shape=(b + 1, N, N), strides=((N + 1) * step, (N + 2) * step, -step),
+            writeable=False,
+        )
+        K = np.where(il[None, :, None] >= il[None, None, :], V, V.transpose(0, 2, 1))
         # k_j[i] = <E[N+j], E[j+i]> = band[N + j, N − i]: the new row against window j
-        k_new = band[N + np.arange(b)[:, None], N - il[None, :]]
+        k_new = band[N : N + b, N:0:-1]
         K_last = K[b].copy()
         sw = self._sqrt_w
         S = K * (sw[:, None] * sw[None, :])[None]
