@@ -1,0 +1,87 @@
+"""Property-based tests (hypothesis) of the streaming invariants of QREWRLSRegressor.
+
+The quick variants run in the default test run; the ``slow`` variants draw 1,000 examples
+each (``python -m pytest -m slow tests/test_properties.py``).
+"""
+
+import numpy as np
+import pytest
+from _oracle import prequential_oracle
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sklearn_orfit import QREWRLSRegressor, prequential_predict
+
+EPS = np.finfo(np.float64).eps
+
+
+@st.composite
+def streams(draw):
+    n = draw(st.integers(1, 45))
+    D = draw(st.integers(1, 30))
+    N = draw(st.integers(1, 25))
+    lam = draw(st.sampled_from([1.0, 0.97, 0.8, 0.5]))
+    alpha = draw(st.sampled_from([0.0, 0.0, 1e-2, 1.0]))
+    kind = draw(st.sampled_from(["generic", "low_rank", "duplicates"]))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    if kind == "low_rank":
+        Z = rng.normal(size=(n, min(2, D))) @ rng.normal(size=(min(2, D), D))
+    else:
+        Z = rng.normal(size=(n, D))
+        if kind == "duplicates" and n > 3:
+            Z[n // 3 : 2 * n // 3] = Z[n // 3]
+    y = rng.normal(size=n)
+    cuts = sorted(draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4, unique=True)))
+    cut = draw(st.integers(0, n - 1))
+    return Z, y, N, lam, alpha, cuts, cut
+
+
+def check_invariants(data, solver):
+    Z, y, N, lam, alpha, cuts, cut = data
+    make = lambda: QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha, solver=solver)  # noqa: E731
+    whole = make()
+    p_whole = prequential_predict(whole, Z, y)
+    # oracle agreement, relative to the predictions' scale, scaled by the condition number
+    o_pred, kappa, o_beta = prequential_oracle(
+        Z, y, window_size=N, forgetting_factor=lam, alpha=alpha
+    )
+    scale = max(1.0, np.abs(o_pred).max())
+    factor = 1e-12 if solver == "givens" else 100 * EPS
+    tol = np.maximum(1e-9, factor * kappa) * scale
+    assert np.all(np.abs(p_whole - o_pred[:, 0]) <= tol)
+    # chunking does not change the predictions
+    chunked = make()
+    bounds = [0, *cuts, len(y)]
+    p_chunks = np.concatenate(
+        [prequential_predict(chunked, Z[a:b], y[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
+    )
+    assert np.all(np.abs(p_chunks - p_whole) <= np.maximum(1e-10 * scale, tol))
+    # fit equals streaming partial_fit
+    fitted = make().fit(Z, y)
+    np.testing.assert_allclose(fitted.coef_, whole.coef_, rtol=0, atol=float(tol.max()))
+    # no look-ahead: later rows cannot change earlier predictions
+    Z2, y2 = Z.copy(), y.copy()
+    Z2[cut + 1 :] = -Z2[cut + 1 :] + 0.5
+    y2[cut:] += 10.0
+    p2 = prequential_predict(make(), Z2, y2)
+    assert np.array_equal(p2[: cut + 1], p_whole[: cut + 1])
+
+
+QUICK = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SLOW = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@pytest.mark.parametrize("solver", ["auto", "givens"])
+@QUICK
+@given(data=streams())
+def test_streaming_invariants(data, solver):
+    check_invariants(data, solver)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("solver", ["auto", "givens"])
+@SLOW
+@given(data=streams())
+def test_streaming_invariants_many_examples(data, solver):
+    check_invariants(data, solver)
