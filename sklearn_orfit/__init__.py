@@ -3,16 +3,37 @@
 * :class:`RandomFourierFeatures` and :class:`QREWRLSRegressor` — ABO: random Fourier
   features feeding a sliding-window, exponentially weighted, minimum-norm RLS.
 * :func:`prequential_predict` — predict-then-update evaluation of any streaming estimator.
+* :class:`StreamingPipeline`, :class:`PrequentialSplit`, :func:`make_prequential_scorer` —
+  streaming chains and prequential model selection with stock scikit-learn tools.
 """
 
+from ._ensemble import FeaturePartitionEnsemble
+from ._ewrls import EWRLSRegressor
+from ._orfit import ORFitRegressor
+from ._pipeline import StreamingPipeline, make_streaming_pipeline
 from ._prequential import prequential_predict
 from ._qr_ewrls import QREWRLSRegressor
+from ._qrd_rls import QRDRLSRegressor
 from ._rff import RandomFourierFeatures
+from ._sw_krls import SlidingWindowKRLSRegressor
+from .model_selection import PrequentialSplit, make_prequential_scorer
+from .preprocessing import LagTransformer, RecursiveStandardScaler
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "EWRLSRegressor",
+    "FeaturePartitionEnsemble",
+    "LagTransformer",
+    "ORFitRegressor",
+    "PrequentialSplit",
+    "QRDRLSRegressor",
     "QREWRLSRegressor",
     "RandomFourierFeatures",
+    "RecursiveStandardScaler",
+    "SlidingWindowKRLSRegressor",
+    "StreamingPipeline",
+    "make_prequential_scorer",
+    "make_streaming_pipeline",
     "prequential_predict",
 ]

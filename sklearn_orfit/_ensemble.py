@@ -1,0 +1,423 @@
+"""Feature-partition ensembles: one sub-model per block of random features (ABO §6.4)."""
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.utils import check_random_state, get_tags
+from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.utils.parallel import Parallel, delayed
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._prequential import prequential_predict as _prequential_predict
+from ._qr_ewrls import QREWRLSRegressor
+from ._rff import RandomFourierFeatures
+
+__all__ = ["FeaturePartitionEnsemble"]
+
+_MAX_SEED = np.iinfo(np.int32).max
+
+
+# ---------------------------------------------------------------------- worker tasks
+# Module-level functions, so that process backends can pickle them. Each returns the
+# (possibly) updated estimator: under a process backend the worker holds a copy, and
+# only what it returns reaches the parent.
+def _partial_fit_partition(*, transformer, estimator, X, y):
+    """Learn the chunk on one partition: ``estimator.partial_fit(block(X), y)``."""
+    estimator.partial_fit(transformer.transform(X), y)
+    return estimator
+
+
+def _prequential_partition(*, transformer, estimator, X, y):
+    """Predict-then-update over the chunk on one partition, in one call."""
+    y_pred = _prequential_predict(estimator, transformer.transform(X), y)
+    return estimator, np.asarray(y_pred, dtype=np.float64)
+
+
+def _predict_partition(*, transformer, estimator, X):
+    """Predictions of one partition (no learning)."""
+    return np.asarray(estimator.predict(transformer.transform(X)), dtype=np.float64)
+
+
+def _block_slices(n_components, n_partitions):
+    """``n_partitions`` contiguous slices of ``range(n_components)``, sizes within one."""
+    # the sizes of numpy.array_split: the first ``n_components % n_partitions`` blocks
+    # get one column more
+    size, extra = divmod(n_components, n_partitions)
+    widths = [size + (k < extra) for k in range(n_partitions)]
+    stops = np.cumsum(widths)
+    return [slice(int(stop - width), int(stop)) for stop, width in zip(stops, widths)]
+
+
+def _sub_map(*, features, columns, X_probe):
+    """A fitted copy of ``features`` that computes only the columns ``columns``.
+
+    The copy has ``n_components = len(columns)`` and the block's frequencies and phases,
+    so it is the standalone map of that width (scale ``sqrt(2/D_block)``) of the same
+    draw. Checked on ``X_probe``: it must equal the block of the full map rescaled by
+    ``sqrt(D/D_block)``; otherwise ``features`` is not a map this class can split.
+    """
+    D = features.random_weights_.shape[1]
+    width = columns.stop - columns.start
+    sub = clone(features)
+    # the throw-away draw of fit() is seeded, so that it leaves no trace on the global
+    # RNG; the public fitted arrays are then replaced by the block of the real draw
+    random_state = sub.get_params().get("random_state")
+    sub.set_params(n_components=width, random_state=0)
+    sub.fit(X_probe)
+    sub.random_weights_ = np.ascontiguousarray(features.random_weights_[:, columns])
+    sub.random_offset_ = features.random_offset_[columns].copy()
+    sub.set_params(random_state=random_state)
+    expected = features.transform(X_probe)[:, columns] * np.sqrt(D / width)
+    if not np.allclose(sub.transform(X_probe), expected, rtol=1e-10, atol=1e-12):
+        raise TypeError(
+            f"features={features!r} cannot be split into column blocks: a copy with "
+            "n_components set to the block width and the block's random_weights_ and "
+            "random_offset_ does not reproduce the block. Use RandomFourierFeatures or "
+            "sklearn.kernel_approximation.RBFSampler."
+        )
+    return sub
+
+
+class FeaturePartitionEnsemble(RegressorMixin, BaseEstimator):
+    """Average of streaming models, each fitted on one block of one random-feature draw.
+
+    The feature map (default :class:`RandomFourierFeatures`) is drawn once, on the first
+    call to :meth:`fit`, :meth:`partial_fit` or :meth:`prequential_predict`. Its ``D``
+    columns are split into ``n_partitions`` contiguous blocks; since the columns of a
+    random-feature map are i.i.d., each block is itself a random-feature map of the same
+    kernel, of width ``D/P``. A clone of ``estimator`` (default
+    :class:`QREWRLSRegressor`) learns on each block, and the ensemble predicts the mean
+    of their predictions::
+
+        ŷ(x) = (1/P) Σ_p ŷ_p(z_p(x)),    z_p(x) = sqrt(2/D_p) · cos(A_pᵀx + b_p)
+
+    where ``A_p``, ``b_p`` are the block's columns of the one draw ``(A, b)``. The
+    partitions are independent, so they run in parallel through joblib
+    (:class:`sklearn.utils.parallel.Parallel`): processes, threads, or a cluster through
+    joblib's dask backend, chosen with ``n_jobs`` and
+    :func:`joblib.parallel_config`, without changing the code.
+
+    Parameters
+    ----------
+    features : transformer, default=None
+        The random-feature map to split: :class:`RandomFourierFeatures` (``None``:
+        ``RandomFourierFeatures()``, 100 features) or
+        :class:`sklearn.kernel_approximation.RBFSampler` — any transformer with an
+        ``n_components`` parameter and fitted ``random_weights_`` of shape
+        ``(n_features, n_components)`` and ``random_offset_`` of shape
+        ``(n_components,)`` that defines the map. Cloned; the template is not modified.
+    estimator : regressor, default=None
+        The streaming model fitted on each block; it needs ``partial_fit`` and
+        ``predict`` (``None``: ``QREWRLSRegressor()``). Cloned once per partition.
+    n_partitions : int, default=4
+        ``P``, the number of blocks (at most the number of features ``D``). Blocks are
+        contiguous; their widths differ by at most one (those of
+        :func:`numpy.array_split`).
+    n_jobs : int, default=None
+        Parallel jobs over the partitions, for every method. ``None`` means 1 unless in
+        a :func:`joblib.parallel_config` context; ``-1`` means all processors. Results
+        do not depend on it, nor on the joblib backend.
+    random_state : int, RandomState instance or None, default=None
+        When not ``None``, the one seed of the ensemble: integer seeds are drawn from it,
+        in the parent process and before any work is sent out, for the feature map and
+        for each partition's estimator (when they have a ``random_state`` parameter),
+        replacing theirs. When ``None``, ``features`` and ``estimator`` keep their own
+        ``random_state``.
+
+    Attributes
+    ----------
+    features_ : transformer
+        The full feature map, fitted (``random_weights_`` of shape
+        ``(n_features_in_, D)``).
+    feature_slices_ : list of slice, length n_partitions
+        The columns of ``features_`` of each block.
+    partition_features_ : list of transformers, length n_partitions
+        The fitted map of each block: a copy of ``features_`` with ``n_components``
+        set to the block's width and ``random_weights_`` of shape
+        ``(n_features_in_, D_p)``, ``random_offset_`` of shape ``(D_p,)`` taken from
+        the block's columns.
+    estimators_ : list of regressors, length n_partitions
+        The fitted estimator of each block.
+    n_features_in_ : int
+        Number of input features ``d``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the input features, when ``X`` had string column names.
+    n_samples_seen_ : int
+        Rows learned since the last :meth:`fit` (reset by ``fit``).
+
+    See Also
+    --------
+    RandomFourierFeatures : The default feature map.
+    QREWRLSRegressor : The default sub-model (ABO).
+    sklearn_orfit.prequential_predict : Predict-then-update over a stream.
+
+    Notes
+    -----
+    **Scaling of the blocks.** Each sub-model sees its block as a standalone map of its
+    width, scaled by ``sqrt(2/D_p)``, not by the full map's ``sqrt(2/D)``: a partition
+    alone is exactly ``RandomFourierFeatures(n_components=D_p)`` feeding ``estimator``,
+    and a ridge penalty means the same per partition as in a standalone model of that
+    width. The choice matters only through the penalty: scaling the features by ``c``
+    is the same as dividing a ridge ``α`` by ``c²``, and the minimum-norm (``α = 0``)
+    predictions are invariant to it (``β`` scales by ``1/c``), up to rounding. With the
+    full map's scale, ``α`` here would correspond to ``α · P`` there.
+
+    **Cost.** Per row, :class:`QREWRLSRegressor` partitions cost ``O(N·D/P)`` each
+    (``O(N·D)`` in total, as one full-width model) plus ``P`` small ``O(N³)`` solves
+    instead of one; with ``P`` workers the latency is that of one partition. Each call
+    sends one task per partition, the whole chunk at once (each worker maps the chunk
+    with its block and runs its estimator's own vectorised ``prequential_predict`` or
+    ``partial_fit``). Under a process or cluster backend each task ships its
+    estimator's state (``O(N·D/P)`` numbers for :class:`QREWRLSRegressor`) to the worker
+    and back, so send large chunks; with ``n_jobs=1`` nothing is copied.
+
+    **State and parallelism.** Workers return the updated estimators, which replace
+    those held by the ensemble: nothing relies on a worker mutating the parent's
+    objects, so every backend gives the same state. Predictions are averaged in
+    partition order in the parent. Input is validated in the parent before any work is
+    sent out; a rejected call leaves the ensemble as it was.
+
+    **Not guaranteed.** The ensemble is not the full-width model: for ``P > 1`` it
+    averages ``P`` models of ``D/P`` features each (lower latency, and for
+    interpolating models an average of ``P`` interpolators of the window); it equals
+    the full-width model only for ``n_partitions=1``. Only regressors are supported
+    (predictions are averaged).
+
+    References
+    ----------
+    ABO: "Adaptive Benign Overfitting (ABO): Overparameterized RLS for Online Learning in
+    Non-stationary Time-series", §6.4 (feature-partition ensembles).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_orfit import (
+    ...     FeaturePartitionEnsemble, QREWRLSRegressor, RandomFourierFeatures,
+    ...     prequential_predict)
+    >>> from sklearn_orfit.datasets import make_abo_series, make_lagged
+    >>> X, y = make_lagged(make_abo_series(600, random_state=0), n_lags=7)
+    >>> ens = FeaturePartitionEnsemble(
+    ...     RandomFourierFeatures(512, random_state=0), QREWRLSRegressor(window_size=20),
+    ...     n_partitions=4)
+    >>> y_pred = prequential_predict(ens, X, y)
+    >>> bool(np.mean((y[100:] - y_pred[100:]) ** 2) < np.var(y))
+    True
+    >>> [est.n_features_in_ for est in ens.estimators_], ens.n_samples_seen_
+    ([128, 128, 128, 128], 593)
+    """
+
+    _parameter_constraints: dict = {
+        "features": [None, HasMethods(["fit", "transform"])],
+        "estimator": [None, HasMethods(["partial_fit", "predict"])],
+        "n_partitions": [Interval(Integral, 1, None, closed="left")],
+        "n_jobs": [None, Integral],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self, features=None, estimator=None, *, n_partitions=4, n_jobs=None, random_state=None
+    ):
+        self.features = features
+        self.estimator = estimator
+        self.n_partitions = n_partitions
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ public API
+    @_fit_context(prefer_skip_nested_validation=False)
+    def fit(self, X, y):
+        """Reset, draw the feature map, then learn the rows of ``X`` in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        self : FeaturePartitionEnsemble
+            The fitted ensemble.
+        """
+        self._reset()
+        self._stream(X, y, predict=False)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def partial_fit(self, X, y):
+        """Learn the rows of ``X`` in order, continuing the stream.
+
+        The first call draws the feature map.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        self : FeaturePartitionEnsemble
+            The updated ensemble.
+        """
+        self._stream(X, y, predict=False)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=False)
+    def prequential_predict(self, X, y):
+        """Predict each row from the state before it, then learn it (one task per block).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            ``y_pred[i]``: the mean over partitions of their predictions from the state
+            after rows ``< i`` (each partition's own convention before its first row;
+            0 for :class:`QREWRLSRegressor`).
+        """
+        return self._stream(X, y, predict=True)
+
+    def predict(self, X):
+        """Mean of the partitions' predictions (no learning).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            The predictions of the current state.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        preds = Parallel(n_jobs=self.n_jobs)(
+            delayed(_predict_partition)(transformer=transformer, estimator=estimator, X=X)
+            for transformer, estimator in zip(self.partition_features_, self.estimators_)
+        )
+        return _average(preds)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        sub = get_tags(self._estimator_template())
+        tags.target_tags.multi_output = sub.target_tags.multi_output
+        tags.regressor_tags.poor_score = sub.regressor_tags.poor_score
+        return tags
+
+    # ------------------------------------------------------------------ internals
+    def _estimator_template(self):
+        return QREWRLSRegressor() if self.estimator is None else self.estimator
+
+    def _reset(self):
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            delattr(self, name)
+        self.__dict__.pop("_y_ndim", None)
+        self.__dict__.pop("_n_targets", None)
+
+    def _start(self, X):
+        """Draw the map and build the partitions (returned, not stored, until success)."""
+        rng = check_random_state(self.random_state)
+        features = clone(RandomFourierFeatures() if self.features is None else self.features)
+        if self.random_state is not None and "random_state" in features.get_params():
+            features.set_params(random_state=int(rng.randint(_MAX_SEED)))
+        features.fit(X)
+        weights = getattr(features, "random_weights_", None)
+        offset = getattr(features, "random_offset_", None)
+        if (
+            weights is None
+            or offset is None
+            or "n_components" not in features.get_params()
+            or np.ndim(weights) != 2
+            or np.shape(offset) != (np.shape(weights)[1],)
+        ):
+            raise TypeError(
+                f"features={features!r} is not a random-feature map that can be split: "
+                "it needs an n_components parameter and fitted random_weights_ of shape "
+                "(n_features, n_components) and random_offset_ of shape (n_components,)."
+            )
+        D = weights.shape[1]
+        if self.n_partitions > D:
+            raise ValueError(
+                f"n_partitions={self.n_partitions} is larger than the number of random "
+                f"features ({D}): every partition needs at least one feature."
+            )
+        slices = _block_slices(D, self.n_partitions)
+        probe = X[:1]
+        sub_maps = [_sub_map(features=features, columns=sl, X_probe=probe) for sl in slices]
+        template = self._estimator_template()
+        estimators = []
+        for _ in slices:
+            est = clone(template)
+            if self.random_state is not None and "random_state" in est.get_params():
+                est.set_params(random_state=int(rng.randint(_MAX_SEED)))
+            estimators.append(est)
+        return features, slices, sub_maps, estimators
+
+    def __sklearn_is_fitted__(self):
+        return hasattr(self, "estimators_")
+
+    def _stream(self, X, y, *, predict):
+        first_call = not hasattr(self, "estimators_")
+        if not first_call:
+            return self._stream_step(X, y, predict=predict, first_call=False)
+        try:
+            return self._stream_step(X, y, predict=predict, first_call=True)
+        except BaseException:
+            self._reset()  # a failed first call leaves no trace (not even n_features_in_)
+            raise
+
+    def _stream_step(self, X, y, *, predict, first_call):
+        X, y = validate_data(
+            self, X, y, reset=first_call, dtype=np.float64, multi_output=True, y_numeric=True
+        )
+        n_targets = None if y.ndim == 1 else y.shape[1]
+        if first_call:
+            features, slices, sub_maps, estimators = self._start(X)
+        else:
+            if (y.ndim, n_targets) != (self._y_ndim, self._n_targets):
+                expected = (
+                    "1-D (one target)"
+                    if self._y_ndim == 1
+                    else f"2-D with {self._n_targets} targets"
+                )
+                raise ValueError(f"y has shape {y.shape} but this stream's y is {expected}.")
+            sub_maps, estimators = self.partition_features_, self.estimators_
+
+        task = _prequential_partition if predict else _partial_fit_partition
+        results = Parallel(n_jobs=self.n_jobs)(
+            delayed(task)(transformer=transformer, estimator=estimator, X=X, y=y)
+            for transformer, estimator in zip(sub_maps, estimators)
+        )
+        # store what the workers returned: under process backends they updated copies
+        if predict:
+            estimators, preds = zip(*results)
+        else:
+            estimators, preds = results, None
+        if first_call:
+            self.features_ = features
+            self.feature_slices_ = slices
+            self.partition_features_ = sub_maps
+            self._y_ndim, self._n_targets = y.ndim, n_targets
+            self.n_samples_seen_ = 0
+        self.estimators_ = list(estimators)
+        self.n_samples_seen_ += X.shape[0]
+        return _average(preds) if predict else None
+
+
+def _average(preds):
+    """Mean over partitions, summed in partition order (the same on every backend)."""
+    total = np.array(preds[0], dtype=np.float64, copy=True)
+    for p in preds[1:]:
+        total += p
+    total /= len(preds)
+    return total

@@ -1,0 +1,226 @@
+"""Classic covariance-form exponentially weighted RLS (SPEC §4), the unstable reference."""
+
+from numbers import Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._stream import rollback_on_error, validate_stream
+
+__all__ = ["EWRLSRegressor"]
+
+
+class EWRLSRegressor(RegressorMixin, BaseEstimator):
+    """Exponentially weighted recursive least squares in covariance (``P``-matrix) form.
+
+    The textbook RLS filter. It carries ``P``, the inverse of the regularised,
+    exponentially weighted Gram matrix, and updates it with the Sherman–Morrison formula,
+    one row at a time. In exact arithmetic, after rows ``1..t``::
+
+        P_t = (Σ_i λ^(t−i) z_i z_iᵀ + λ^t δ I)⁻¹
+        β_t = P_t Σ_i λ^(t−i) z_i y_i
+
+    i.e. ridge regression on the whole exponentially weighted history, with a ridge
+    ``λ^t δ`` that fades away.
+
+    This estimator is the reference for what goes wrong without orthogonal updates: it
+    is implemented exactly as printed in the textbooks, with no symmetrisation, no
+    clipping and no reset of ``P``. When the inputs do not excite every direction
+    (``D`` larger than the effective memory, or inputs in a subspace) and ``λ < 1``, the
+    unexcited part of ``P`` grows like ``λ^(−t)`` until rounding errors dominate and,
+    eventually, overflow; see ``benchmarks/bench_stability.py``. Use
+    :class:`QREWRLSRegressor` for a numerically stable model.
+
+    Parameters
+    ----------
+    forgetting_factor : float, default=1.0
+        ``λ`` in ``(0, 1]``: row ``i`` has weight ``λ^(t−i)`` after row ``t``.
+    delta : float, default=1e-2
+        ``δ > 0``: ``P`` starts at ``δ⁻¹ I`` (the initial ridge, forgotten like the data).
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,) or (n_features, n_targets)
+        ``β`` after the last learned row.
+    inverse_gram_ : ndarray of shape (n_features, n_features)
+        ``P`` as carried by the recursion (equal to the inverse above in exact arithmetic;
+        not symmetrised).
+    n_features_in_ : int
+        Number of features ``D``.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when ``X`` had string column names.
+    n_samples_seen_ : int
+        Rows learned since the last :meth:`fit` (reset by ``fit``).
+
+    See Also
+    --------
+    QREWRLSRegressor : Sliding-window, exponentially weighted least squares, solved
+        with orthogonal factorisations.
+    QRDRLSRegressor : Windowed ridge least squares with a QR-updated factor.
+
+    Notes
+    -----
+    Per row: two ``D×D`` matrix-vector products and one rank-one update of ``P``, i.e.
+    ``O(D²)`` time and ``O(D²)`` memory, plus a copy of ``P`` per call (the state is
+    updated on a copy, so a call that fails leaves the estimator unchanged). There is no
+    intercept: centre ``y`` or append a constant feature. The recursion is sequential,
+    so :meth:`prequential_predict` is a loop over rows (validation is done once per call).
+
+    References
+    ----------
+    S. Haykin, *Adaptive Filter Theory*, 4th ed., Prentice Hall, 2002, ch. 9 (the
+    exponentially weighted RLS algorithm). ABO paper, Appendix A (why the covariance
+    form fails in the overparameterised regime).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_orfit import EWRLSRegressor, prequential_predict
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(300, 3))
+    >>> y = X @ np.array([1.0, -2.0, 0.5]) + 0.01 * rng.normal(size=300)
+    >>> reg = EWRLSRegressor(forgetting_factor=0.99)
+    >>> y_pred = prequential_predict(reg, X, y)
+    >>> float(np.mean((y[50:] - y_pred[50:]) ** 2)) < 1e-3
+    True
+    >>> reg.coef_.round(2)
+    array([ 1. , -2. ,  0.5])
+    """
+
+    _parameter_constraints: dict = {
+        "forgetting_factor": [Interval(Real, 0, 1, closed="right")],
+        "delta": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(self, *, forgetting_factor=1.0, delta=1e-2):
+        self.forgetting_factor = forgetting_factor
+        self.delta = delta
+
+    # ------------------------------------------------------------------ public API
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Reset, then learn the rows of ``X`` in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        self : EWRLSRegressor
+            The fitted estimator.
+        """
+        self._partial_fit(X, y, predict=False, reset=True)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y):
+        """Learn the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        self : EWRLSRegressor
+            The updated estimator.
+        """
+        self._partial_fit(X, y, predict=False, reset=False)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def prequential_predict(self, X, y):
+        """Predict each row from the state before it, then learn it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            ``y_pred[i]`` from the state after rows ``< i`` (0 before the first row of a
+            stream).
+        """
+        return self._partial_fit(X, y, predict=True, reset=False)
+
+    def predict(self, X):
+        """Predict with the current coefficients.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            ``X @ coef_``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.coef_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    # ------------------------------------------------------------------ internals
+    def _partial_fit(self, X, y, *, predict, reset):
+        with rollback_on_error(self):
+            reset = reset or not hasattr(self, "coef_")
+            X, Y, y_ndim = validate_stream(self, X, y, reset=reset)
+            if reset:
+                self._init_state(X.shape[1], Y.shape[1], y_ndim)
+            Y_pred = self._learn(X, Y, predict=predict)
+            self.n_samples_seen_ += X.shape[0]
+        if Y_pred is not None and y_ndim == 1:
+            Y_pred = Y_pred[:, 0]
+        return Y_pred
+
+    def _init_state(self, n_features, n_targets, y_ndim):
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            if name not in ("n_features_in_", "feature_names_in_"):
+                delattr(self, name)
+        self._n_targets = None if y_ndim == 1 else n_targets
+        # P_0 = δ⁻¹ I
+        self.inverse_gram_ = np.eye(n_features) / self.delta
+        self.coef_ = np.zeros(n_features if y_ndim == 1 else (n_features, n_targets))
+        self.n_samples_seen_ = 0
+
+    def _learn(self, X, Y, *, predict):
+        lam = float(self.forgetting_factor)
+        P = self.inverse_gram_.copy()
+        beta = self.coef_.reshape(X.shape[1], -1).copy()
+        Y_pred = np.empty_like(Y) if predict else None
+        for t in range(X.shape[0]):
+            z = X[t]
+            if predict:
+                Y_pred[t] = z @ beta
+            Pz = P @ z
+            zP = z @ P  # zᵀP, used as printed: equal to (Pz)ᵀ only while P stays symmetric
+            # k = P z / (λ + zᵀ P z)                     (gain)
+            k = Pz / (lam + z @ Pz)
+            # β ← β + k (y − zᵀβ)                         (a priori error)
+            beta += np.outer(k, Y[t] - z @ beta)
+            # P ← (P − k zᵀP) / λ                          (Sherman–Morrison)
+            # invariant (exact arithmetic): P = (Σ λ^(t−i) z_i z_iᵀ + λ^t δ I)⁻¹
+            P -= np.outer(k, zP)
+            if lam != 1.0:
+                P /= lam
+        self.inverse_gram_ = P
+        self.coef_ = beta.reshape(self.coef_.shape)
+        return Y_pred

@@ -1,0 +1,364 @@
+"""Prequential model selection with stock scikit-learn tools (SPEC §0, §5, §6).
+
+scikit-learn's cross-validation fits a model on a training set and scores a *frozen*
+model on a test set. Online learners are judged differently: the model is warmed up on
+the rows before a fold, then predicts each row of the fold and learns it before the
+next (predict-then-update). The two pieces here make ``GridSearchCV``,
+``RandomizedSearchCV`` and ``cross_validate`` do exactly that:
+
+* :class:`PrequentialSplit` — ``cv=``: rolling folds, each with the warm-up block before
+  it as "train" and the fold as "test";
+* :func:`make_prequential_scorer` — ``scoring=``: copies the warmed-up estimator and
+  scores its prequential predictions over the fold.
+"""
+
+import copy
+import numbers
+
+import numpy as np
+from sklearn.model_selection import BaseCrossValidator
+from sklearn.utils.validation import _num_samples
+
+from ._prequential import prequential_predict
+from .metrics import res_mse, res_var
+
+__all__ = ["PrequentialSplit", "make_prequential_scorer", "validation_test_splits"]
+
+
+def _check_int(name, value, *, minimum, allow_none=False):
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
+        expected = f"an int >= {minimum}" + (" or None" if allow_none else "")
+        raise ValueError(f"{name} must be {expected}, got {value!r}.")
+    return int(value)
+
+
+class PrequentialSplit(BaseCrossValidator):
+    """Rolling folds for prequential evaluation: warm up before a fold, then stream it.
+
+    The folds are ``n_splits`` consecutive blocks of ``test_size`` rows ending
+    ``offset`` rows before the end of the data. For each fold, ``split`` yields
+
+    * ``train``: the ``warmup_size`` rows just before the fold (all earlier rows when
+      ``warmup_size=None``), ending ``gap`` rows before it;
+    * ``test``: the fold's rows.
+
+    Used as ``cv=`` with a streaming estimator, ``fit(X[train], y[train])`` warms the
+    model up, and a scorer from :func:`make_prequential_scorer` evaluates it
+    predict-then-update over ``X[test]`` — the ABO paper's protocol, where each fold's
+    model is initialised on a batch the size of its window.
+
+    Parameters
+    ----------
+    n_splits : int, default=5
+        Number of folds (>= 1).
+    test_size : int or None, default=None
+        Rows per fold. ``None``: ``(n_samples − offset) // (n_splits + 1)``, as
+        :class:`~sklearn.model_selection.TimeSeriesSplit`.
+    warmup_size : int or None, default=None
+        Rows the model is initialised on before each fold (ABO: the window length).
+        ``None``: every row before the fold (an expanding warm-up).
+    gap : int, default=0
+        Rows left out between the warm-up block and the fold.
+    offset : int, default=0
+        Rows left out after the last fold, so that later rows stay unseen: validation
+        folds for tuning, then test folds after them for reporting (see
+        :func:`validation_test_splits`).
+
+    See Also
+    --------
+    validation_test_splits : Validation folds followed by test folds.
+    make_prequential_scorer : The matching ``scoring=``.
+    sklearn.model_selection.TimeSeriesSplit : The batch analogue.
+
+    Notes
+    -----
+    Folds never overlap, and each warm-up block lies entirely before its fold, so no
+    row of a fold is seen before it is predicted. Warm-up blocks may overlap earlier
+    folds (the rows before a fold are the previous fold's rows), exactly as a model
+    running over the stream would have seen them. With a ``gap``, lag features built
+    inside the chain (:class:`~sklearn_orfit.LagTransformer`) reach across the gap:
+    build lags beforehand (:func:`~sklearn_orfit.datasets.make_lagged`) when using one.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_orfit.model_selection import PrequentialSplit
+    >>> cv = PrequentialSplit(3, test_size=4, warmup_size=2)
+    >>> for train, test in cv.split(np.zeros((20, 1))):
+    ...     print(train, test)
+    [6 7] [ 8  9 10 11]
+    [10 11] [12 13 14 15]
+    [14 15] [16 17 18 19]
+    """
+
+    def __init__(self, n_splits=5, *, test_size=None, warmup_size=None, gap=0, offset=0):
+        self.n_splits = n_splits
+        self.test_size = test_size
+        self.warmup_size = warmup_size
+        self.gap = gap
+        self.offset = offset
+
+    def get_n_splits(self, X=None, y=None, groups=None):
+        """Number of folds.
+
+        Parameters
+        ----------
+        X, y, groups : object
+            Ignored.
+
+        Returns
+        -------
+        n_splits : int
+            ``n_splits``.
+        """
+        return _check_int("n_splits", self.n_splits, minimum=1)
+
+    def fold_bounds(self, n_samples):
+        """The ``(warmup_start, fold_start, fold_stop)`` of every fold.
+
+        Parameters
+        ----------
+        n_samples : int
+            Length of the data.
+
+        Returns
+        -------
+        bounds : list of tuple of int
+            Per fold: first warm-up row, first fold row, one past the last fold row.
+        """
+        n_splits = _check_int("n_splits", self.n_splits, minimum=1)
+        gap = _check_int("gap", self.gap, minimum=0)
+        offset = _check_int("offset", self.offset, minimum=0)
+        warmup = _check_int("warmup_size", self.warmup_size, minimum=1, allow_none=True)
+        usable = n_samples - offset
+        test_size = _check_int("test_size", self.test_size, minimum=1, allow_none=True)
+        if test_size is None:
+            test_size = usable // (n_splits + 1)
+            if test_size < 1:
+                raise ValueError(
+                    f"Too few rows ({n_samples}, offset {offset}) for {n_splits} folds."
+                )
+        first = usable - n_splits * test_size
+        needed = gap + (warmup if warmup is not None else 1)
+        if first < needed:
+            raise ValueError(
+                f"{n_splits} folds of {test_size} rows after a warm-up of "
+                f"{warmup if warmup is not None else '>= 1'} rows and a gap of {gap} "
+                f"need {n_splits * test_size + needed + offset} rows; got {n_samples}."
+            )
+        bounds = []
+        for k in range(n_splits):
+            start = first + k * test_size
+            warm_start = 0 if warmup is None else start - gap - warmup
+            bounds.append((warm_start, start, start + test_size))
+        return bounds
+
+    def _iter_test_indices(self, X=None, y=None, groups=None):  # pragma: no cover
+        raise NotImplementedError  # split is overridden: train is not the complement
+
+    def split(self, X, y=None, groups=None):
+        """Yield ``(warm-up rows, fold rows)`` for every fold, in time order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The data (only its length is used).
+        y : array-like, default=None
+            Ignored.
+        groups : array-like, default=None
+            Ignored.
+
+        Yields
+        ------
+        train : ndarray of int
+            The warm-up rows, in order.
+        test : ndarray of int
+            The fold's rows, in order.
+        """
+        n_samples = _num_samples(X)
+        gap = _check_int("gap", self.gap, minimum=0)
+        for warm_start, start, stop in self.fold_bounds(n_samples):
+            yield np.arange(warm_start, start - gap), np.arange(start, stop)
+
+    def __repr__(self):
+        return (
+            f"{type(self).__name__}(n_splits={self.n_splits}, test_size={self.test_size}, "
+            f"warmup_size={self.warmup_size}, gap={self.gap}, offset={self.offset})"
+        )
+
+
+def validation_test_splits(
+    n_validation=8,
+    n_test=5,
+    *,
+    validation_size,
+    test_size=None,
+    warmup_size=None,
+    gap=0,
+):
+    """Validation folds for tuning, then later test folds for reporting (ABO §4).
+
+    The last ``n_test`` folds of ``test_size`` rows end the data; the ``n_validation``
+    folds of ``validation_size`` rows come just before them. Tune on the first splitter
+    (``GridSearchCV(..., cv=validation_cv)``), report on the second
+    (``cross_validate(best, ..., cv=test_cv)``): no test row is ever scored during
+    tuning.
+
+    Parameters
+    ----------
+    n_validation : int, default=8
+        Validation folds (the ABO paper uses 8).
+    n_test : int, default=5
+        Test folds (the ABO paper uses 5).
+    validation_size : int
+        Rows per validation fold.
+    test_size : int or None, default=None
+        Rows per test fold (``None``: ``validation_size``).
+    warmup_size : int or None, default=None
+        Warm-up rows before each fold (``None``: every earlier row).
+    gap : int, default=0
+        Rows between each warm-up block and its fold.
+
+    Returns
+    -------
+    validation_cv : PrequentialSplit
+        The validation folds (``offset = n_test · test_size``).
+    test_cv : PrequentialSplit
+        The test folds.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_orfit.model_selection import validation_test_splits
+    >>> val, test = validation_test_splits(2, 1, validation_size=3, test_size=4,
+    ...                                    warmup_size=2)
+    >>> X = np.zeros((14, 1))
+    >>> for train, test_rows in val.split(X):
+    ...     print(train, test_rows)
+    [2 3] [4 5 6]
+    [5 6] [7 8 9]
+    >>> for train, test_rows in test.split(X):
+    ...     print(train, test_rows)
+    [8 9] [10 11 12 13]
+    """
+    test_size = validation_size if test_size is None else test_size
+    n_test = _check_int("n_test", n_test, minimum=1)
+    test_size = _check_int("test_size", test_size, minimum=1)
+    validation_cv = PrequentialSplit(
+        n_validation,
+        test_size=validation_size,
+        warmup_size=warmup_size,
+        gap=gap,
+        offset=n_test * test_size,
+    )
+    test_cv = PrequentialSplit(n_test, test_size=test_size, warmup_size=warmup_size, gap=gap)
+    return validation_cv, test_cv
+
+
+_METRICS = {
+    "mse": (res_mse, False),
+    "res_mse": (res_mse, False),
+    "var": (res_var, False),
+    "res_var": (res_var, False),
+    "rmse": (lambda y, p: float(np.sqrt(res_mse(y, p))), False),
+    "mae": (lambda y, p: float(np.mean(np.abs(np.asarray(y) - np.asarray(p)))), False),
+}
+
+
+class _PrequentialScorer:
+    """Scorer: prequential predictions of a copy of the fitted estimator, then metrics."""
+
+    def __init__(self, metrics, single, skip):
+        self._metrics = metrics  # name -> (function, greater_is_better)
+        self._single = single
+        self._skip = skip
+
+    def __call__(self, estimator, X, y_true, sample_weight=None):
+        if sample_weight is not None:
+            raise ValueError("prequential scorers do not support sample_weight.")
+        # the search keeps the fitted estimator: learn the fold on a copy
+        model = copy.deepcopy(estimator)
+        y_pred = prequential_predict(model, X, y_true)
+        y_true = np.asarray(y_true)[self._skip :]
+        y_pred = np.asarray(y_pred)[self._skip :]
+        scores = {}
+        for name, (func, greater_is_better) in self._metrics.items():
+            value = float(func(y_true, y_pred))
+            scores[name] = value if greater_is_better else -value
+        return scores[self._single] if self._single is not None else scores
+
+    def __repr__(self):
+        names = list(self._metrics) if self._single is None else self._single
+        return f"make_prequential_scorer({names!r}, skip={self._skip})"
+
+
+def make_prequential_scorer(metric="mse", *, greater_is_better=False, skip=0):
+    """A ``scoring=`` callable that scores predict-then-update over the test rows.
+
+    The returned scorer deep-copies the (warmed-up) estimator it is given, runs
+    :func:`~sklearn_orfit.prequential_predict` over the fold's rows — each row predicted
+    from the state that has learned the rows before it, then learned — and applies the
+    metric to those predictions. The estimator the search holds is not modified.
+
+    Parameters
+    ----------
+    metric : str, callable, or list of them, default="mse"
+        ``"mse"`` (ResMSE, :func:`~sklearn_orfit.metrics.res_mse`), ``"var"`` (ResVAR,
+        :func:`~sklearn_orfit.metrics.res_var`), ``"rmse"``, ``"mae"``, or a callable
+        ``metric(y_true, y_pred) -> float``. A list or tuple gives a multi-metric scorer
+        returning a dict (one prequential pass for all metrics), for
+        ``scoring=`` with ``refit="mse"``.
+    greater_is_better : bool, default=False
+        For callables only: whether a larger value is better. Loss values are negated,
+        following scikit-learn's convention that a scorer is maximised (so
+        ``best_score_`` is ``−ResMSE``).
+    skip : int, default=0
+        Leading rows of each fold left out of the metric (still predicted and learned).
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y) -> float`` (or ``dict`` for several metrics).
+
+    See Also
+    --------
+    PrequentialSplit : The matching ``cv=``.
+    sklearn.metrics.make_scorer : The batch analogue.
+
+    Notes
+    -----
+    Cost: one copy of the estimator and one prequential pass over the fold per call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.model_selection import cross_validate
+    >>> from sklearn_orfit import QREWRLSRegressor
+    >>> from sklearn_orfit.model_selection import PrequentialSplit, make_prequential_scorer
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(120, 3))
+    >>> y = X @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.normal(size=120)
+    >>> cv = PrequentialSplit(3, test_size=30, warmup_size=20)
+    >>> res = cross_validate(QREWRLSRegressor(window_size=20), X, y, cv=cv,
+    ...                      scoring=make_prequential_scorer(["mse", "var"]))
+    >>> bool(np.all(-res["test_mse"] < 0.05))
+    True
+    """
+    metrics_in = list(metric) if isinstance(metric, (list, tuple)) else [metric]
+    if not metrics_in:
+        raise ValueError("metric must not be empty.")
+    metrics = {}
+    for m in metrics_in:
+        if isinstance(m, str):
+            if m not in _METRICS:
+                raise ValueError(f"Unknown metric {m!r}; use one of {sorted(_METRICS)}.")
+            metrics[m] = _METRICS[m]
+        elif callable(m):
+            metrics[getattr(m, "__name__", "metric")] = (m, bool(greater_is_better))
+        else:
+            raise ValueError(f"metric must be a string or a callable, got {m!r}.")
+    skip = _check_int("skip", skip, minimum=0)
+    single = next(iter(metrics)) if not isinstance(metric, (list, tuple)) else None
+    return _PrequentialScorer(metrics, single, skip)

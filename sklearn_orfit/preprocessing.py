@@ -1,0 +1,534 @@
+"""Streaming transformers without look-ahead: recursive z-scoring and lags (SPEC §0, §5).
+
+Both transformers have, besides the usual ``fit`` / ``partial_fit`` / ``transform``, a
+:meth:`prequential_transform` method: the transformer analogue of
+:func:`~sklearn_orfit.prequential_predict`. It transforms each row of a chunk with the
+state learned from the rows *before* it, then learns the row, in one vectorised call.
+:class:`~sklearn_orfit.StreamingPipeline` uses it, which is what makes a chain such as
+``RecursiveStandardScaler → RandomFourierFeatures → QREWRLSRegressor`` free of
+look-ahead.
+"""
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+__all__ = ["LagTransformer", "RecursiveStandardScaler"]
+
+_EPS = np.finfo(np.float64).eps
+
+
+def _scale_from_var(var, mean, n_samples):
+    """Standard deviations, with 1 where a feature is constant up to rounding.
+
+    Same rule as :class:`sklearn.preprocessing.StandardScaler`: a variance within the
+    rounding error of a running-mean computation over ``n_samples`` values counts as 0,
+    and a zero scale is replaced by 1 (the feature is then only centred).
+    """
+    bound = n_samples * _EPS * var + (n_samples * mean * _EPS) ** 2
+    scale = np.sqrt(var)
+    return np.where(var <= bound, 1.0, scale)
+
+
+class RecursiveStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+    """Streaming z-scoring: each row scaled with the mean and std of the stream before it.
+
+    :meth:`partial_fit` keeps the running mean and (population, ``ddof=0``) variance of
+    every feature over all rows learned since the last :meth:`fit`; :meth:`transform`
+    applies the current statistics (a frozen map, as
+    :class:`~sklearn.preprocessing.StandardScaler`). The streaming use is
+    :meth:`prequential_transform`: row ``t`` of a chunk is scaled with the statistics of
+    the rows learned before it — ``(x_t − mean_{<t}) / std_{<t}`` — and is learned
+    afterwards, so its output never depends on later rows (SPEC §0, §5).
+
+    Parameters
+    ----------
+    with_mean : bool, default=True
+        Subtract the running mean.
+    with_std : bool, default=True
+        Divide by the running standard deviation.
+
+    Attributes
+    ----------
+    mean_ : ndarray of shape (n_features_in_,)
+        Mean of the rows learned since the last :meth:`fit` (kept even when
+        ``with_mean=False``: the variance needs it).
+    var_ : ndarray of shape (n_features_in_,)
+        Their population variance (``ddof=0``).
+    scale_ : ndarray of shape (n_features_in_,)
+        ``sqrt(var_)``, with 1 for constant features; all ones when ``with_std=False``.
+    n_samples_seen_ : int
+        Rows learned since the last :meth:`fit` (reset by ``fit``).
+    n_features_in_ : int
+        Number of features.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when ``X`` had string column names.
+
+    See Also
+    --------
+    sklearn.preprocessing.StandardScaler : Same statistics, batch semantics.
+    LagTransformer : Lagged copies of the input, the other streaming pre-step.
+    StreamingPipeline : Chains it without look-ahead.
+
+    Notes
+    -----
+    **What "so far" means.** In :meth:`prequential_transform`, "the stream so far" for
+    row ``t`` is rows ``1 .. t−1``: the row is scaled with the past only, and learned
+    after its transform, exactly as a model predicts a row before learning it. The very
+    first row of a stream, which has no past, is scaled with its own statistics (mean
+    ``x_1``, variance 0), so it maps to 0; the second maps to ``x_2 − x_1`` (a single
+    past value has zero variance, so the scale is 1). This is also what a
+    :class:`~sklearn.preprocessing.StandardScaler` driven one row at a time by
+    :class:`StreamingPipeline` produces, up to rounding.
+
+    **Updates.** :meth:`partial_fit` merges the statistics of a chunk (two-pass mean and
+    sum of squared deviations) into the running ones with Chan, Golub and LeVeque's
+    pairwise formulas::
+
+        δ = mean_b − mean_a,  n = n_a + n_b
+        mean = mean_a + δ · n_b / n
+        M2   = M2_a + M2_b + δ² · n_a · n_b / n          (var = M2 / n)
+
+    :meth:`prequential_transform` needs the statistics *before every row* of the chunk.
+    It gets them without a Python loop from Welford's recursion written as prefix sums::
+
+        mean_k = ref + cumsum(x − ref)_k / n_k            (ref: mean before the chunk)
+        M2_k   = M2_0 + cumsum((n_j − 1)/n_j · (x_j − mean_{j−1})²)_k
+
+    The increments of ``M2`` are non-negative, so the prefix sums never cancel (the
+    naive ``E[x²] − E[x]²`` would, on series far from zero such as electricity load).
+    Prefix sums run in row order, so row ``t``'s output depends on rows ``≤ t`` only,
+    bit for bit. After the call the state is the one :meth:`partial_fit` on the same
+    chunk leaves. Cost ``O(n_samples · n_features)``.
+
+    References
+    ----------
+    T. F. Chan, G. H. Golub and R. J. LeVeque, "Algorithms for computing the sample
+    variance: analysis and recommendations", The American Statistician 37 (1983).
+    B. P. Welford, "Note on a method for calculating corrected sums of squares and
+    products", Technometrics 4 (1962).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_orfit import RecursiveStandardScaler
+    >>> X = np.array([[1.0], [3.0], [5.0], [3.0]])
+    >>> scaler = RecursiveStandardScaler()
+    >>> scaler.prequential_transform(X).ravel()  # row t with the rows before it
+    array([0., 2., 3., 0.])
+    >>> scaler.mean_, scaler.var_  # now the statistics of all four rows
+    (array([3.]), array([2.]))
+    """
+
+    _parameter_constraints: dict = {
+        "with_mean": ["boolean"],
+        "with_std": ["boolean"],
+    }
+
+    def __init__(self, *, with_mean=True, with_std=True):
+        self.with_mean = with_mean
+        self.with_std = with_std
+
+    # ------------------------------------------------------------------ learning
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Reset, then learn the statistics of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : RecursiveStandardScaler
+            The fitted scaler.
+        """
+        self._reset()
+        X = validate_data(self, X, reset=True, dtype=np.float64)
+        self._init_state(X.shape[1])
+        self._merge(X)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y=None):
+        """Merge the statistics of ``X`` into the running ones.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows, continuing the stream.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : RecursiveStandardScaler
+            The updated scaler.
+        """
+        first_call = not hasattr(self, "mean_")
+        X = validate_data(self, X, reset=first_call, dtype=np.float64)
+        if first_call:
+            self._init_state(X.shape[1])
+        self._merge(X)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def prequential_transform(self, X, y=None):
+        """Scale each row with the statistics of the rows before it, then learn it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows, continuing the stream.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        X_scaled : ndarray of shape (n_samples, n_features)
+            Row ``t`` scaled with the mean and standard deviation of every row learned
+            before it (for the first row of a stream: its own, giving 0).
+        """
+        first_call = not hasattr(self, "mean_")
+        X = validate_data(self, X, reset=first_call, dtype=np.float64)
+        if first_call:
+            self._init_state(X.shape[1])
+        n0, mean0, m2_0 = self.n_samples_seen_, self.mean_, self._m2
+        b = X.shape[0]
+        # the shift keeps the prefix sums small; before any row, the first row is used
+        ref = mean0 if n0 > 0 else X[0]
+        n_incl = (n0 + np.arange(1, b + 1, dtype=np.float64))[:, None]
+        # mean_k = ref + Σ_{j≤k} (x_j − ref) / n_k       (n0·(mean0 − ref) = 0 either way)
+        mean_incl = ref + np.cumsum(X - ref, axis=0) / n_incl
+        mean_before = np.empty_like(X)
+        mean_before[1:] = mean_incl[:-1]
+        mean_before[0] = mean0 if n0 > 0 else X[0]
+        # M2_k = M2_0 + Σ_{j≤k} (n_j − 1)/n_j · (x_j − mean_{j−1})²  (Welford; terms ≥ 0)
+        dev = X - mean_before
+        m2_incl = m2_0 + np.cumsum((n_incl - 1.0) / n_incl * dev * dev, axis=0)
+        m2_before = np.empty_like(X)
+        m2_before[1:] = m2_incl[:-1]
+        m2_before[0] = m2_0
+        # a fresh stream's first row is scaled with its own statistics (n = 1, var = 0)
+        n_before = n_incl - 1.0
+        if n0 == 0:
+            n_before[0] = 1.0
+        Xt = self._apply(X, mean_before, m2_before / n_before, n_before)
+        self._merge(X)
+        return Xt
+
+    # ------------------------------------------------------------------ applying
+    def transform(self, X):
+        """Scale with the current statistics (no update).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+
+        Returns
+        -------
+        X_scaled : ndarray of shape (n_samples, n_features)
+            ``(X − mean_) / scale_`` (without the parts switched off).
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        Xt = X.copy()
+        if self.with_mean:
+            Xt -= self.mean_
+        if self.with_std:
+            Xt /= self.scale_
+        return Xt
+
+    def inverse_transform(self, X):
+        """Undo :meth:`transform` with the current statistics.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Scaled rows.
+
+        Returns
+        -------
+        X_original : ndarray of shape (n_samples, n_features)
+            ``X · scale_ + mean_`` (without the parts switched off).
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        Xt = X.copy()
+        if self.with_std:
+            Xt *= self.scale_
+        if self.with_mean:
+            Xt += self.mean_
+        return Xt
+
+    # ------------------------------------------------------------------ state
+    def _reset(self):
+        for name in ("mean_", "var_", "scale_", "n_samples_seen_", "_m2"):
+            self.__dict__.pop(name, None)
+
+    def _init_state(self, n_features):
+        self.mean_ = np.zeros(n_features)
+        self.var_ = np.zeros(n_features)
+        self.scale_ = np.ones(n_features)
+        self._m2 = np.zeros(n_features)  # Σ (x − mean)² over the learned rows
+        self.n_samples_seen_ = 0
+
+    def _merge(self, X):
+        """Chan et al.'s pairwise update with the chunk ``X`` (two-pass chunk stats)."""
+        n_a, n_b = self.n_samples_seen_, X.shape[0]
+        if n_b == 0:
+            return
+        mean_b = X.mean(axis=0)
+        d = X - mean_b
+        m2_b = np.einsum("ij,ij->j", d, d)
+        n = n_a + n_b
+        # δ = mean_b − mean_a;  mean = mean_a + δ n_b / n;  M2 = M2_a + M2_b + δ² n_a n_b / n
+        delta = mean_b - self.mean_
+        self.mean_ = self.mean_ + delta * (n_b / n)
+        self._m2 = self._m2 + m2_b + delta * delta * (n_a * n_b / n)
+        self.n_samples_seen_ = n
+        self.var_ = self._m2 / n
+        if self.with_std:
+            self.scale_ = _scale_from_var(self.var_, self.mean_, n)
+
+    def _apply(self, X, mean, var, n):
+        Xt = X - mean if self.with_mean else X.copy()
+        if self.with_std:
+            Xt /= _scale_from_var(var, mean, n)
+        return Xt
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+
+class LagTransformer(TransformerMixin, BaseEstimator):
+    """The previous ``n_lags`` rows of the stream as features, kept across calls.
+
+    Row ``t`` becomes ``[x_{t−1}, x_{t−2}, ..., x_{t−n_lags}]`` (each a full input row;
+    most recent first), where the past rows come from earlier rows of the same call and,
+    before them, from the rows learned by :meth:`partial_fit` / :meth:`fit`. Rows before
+    the start of the stream are ``fill_value``. With ``X = series[:, None]`` and
+    ``y = series``, a regressor after it predicts each value from the ``n_lags`` values
+    before it — the univariate autoregressive setting of the ABO paper, with no need to
+    drop rows.
+
+    Parameters
+    ----------
+    n_lags : int, default=1
+        Number of past rows per output row.
+    fill_value : float, default=0.0
+        Value of the lags that reach before the first row of the stream.
+
+    Attributes
+    ----------
+    history_ : ndarray of shape (n_lags, n_features_in_)
+        The last ``n_lags`` rows learned, oldest first (``fill_value`` where the stream
+        is shorter).
+    n_samples_seen_ : int
+        Rows learned since the last :meth:`fit` (reset by ``fit``).
+    n_features_in_ : int
+        Number of input features ``d``; the output has ``n_lags · d`` columns, lag 1 of
+        every feature first.
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of the features, when ``X`` had string column names.
+
+    See Also
+    --------
+    sklearn_orfit.datasets.make_lagged : The same lags as a one-off pre-step (drops the
+        first ``n_lags`` rows instead of filling them).
+    RecursiveStandardScaler : The other streaming pre-step.
+
+    Notes
+    -----
+    Lags are a sequence operation: an output row depends on the rows before it, so
+    :meth:`transform` treats ``X`` as the rows that *follow* the learned stream, and
+    ``transform`` on a subset of rows is not the subset of ``transform`` — the checks of
+    :func:`~sklearn.utils.estimator_checks.check_estimator` that assume row-wise
+    transforms do not apply to it. :meth:`prequential_transform` is ``transform``
+    followed by :meth:`partial_fit` (the output uses strictly earlier rows, so there is
+    no look-ahead); :meth:`fit_transform` is ``fit`` on nothing followed by
+    :meth:`prequential_transform`, i.e. the lags *within* ``X``. Cost
+    ``O(n_samples · n_lags · d)``; the state is ``n_lags`` rows, whatever the length of
+    the stream.
+
+    When a chain is evaluated on a fold after a warm-up block (as
+    :class:`~sklearn_orfit.model_selection.PrequentialSplit` does), the lags of the
+    first rows of the fold come from the end of the warm-up block, as they should —
+    unless a ``gap`` separates them.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_orfit import LagTransformer
+    >>> series = np.arange(1.0, 6.0)[:, None]
+    >>> lags = LagTransformer(n_lags=2)
+    >>> lags.prequential_transform(series[:3])
+    array([[0., 0.],
+           [1., 0.],
+           [2., 1.]])
+    >>> lags.prequential_transform(series[3:])  # continues across calls
+    array([[3., 2.],
+           [4., 3.]])
+    """
+
+    _parameter_constraints: dict = {
+        "n_lags": [Interval(Integral, 1, None, closed="left")],
+        "fill_value": [Real],
+    }
+
+    def __init__(self, n_lags=1, *, fill_value=0.0):
+        self.n_lags = n_lags
+        self.fill_value = fill_value
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Reset, then learn ``X`` as the start of the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : LagTransformer
+            The fitted transformer.
+        """
+        X = validate_data(self, X, reset=True, dtype=np.float64)
+        self._init_state(X.shape[1])
+        self._push(X)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y=None):
+        """Append ``X`` to the stream (only its last ``n_lags`` rows are kept).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : LagTransformer
+            The updated transformer.
+        """
+        first_call = not hasattr(self, "history_")
+        X = validate_data(self, X, reset=first_call, dtype=np.float64)
+        if first_call:
+            self._init_state(X.shape[1])
+        self._push(X)
+        return self
+
+    def transform(self, X):
+        """Lags of the rows of ``X`` taken as the continuation of the learned stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows that follow the learned ones.
+
+        Returns
+        -------
+        X_lagged : ndarray of shape (n_samples, n_lags * n_features)
+            Row ``t``: ``[x_{t−1}, ..., x_{t−n_lags}]`` flattened (lag-major).
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._lags(X)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def prequential_transform(self, X, y=None):
+        """Lags of each row from the rows before it, then learn the rows.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows that follow the learned ones.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        X_lagged : ndarray of shape (n_samples, n_lags * n_features)
+            As :meth:`transform`.
+        """
+        first_call = not hasattr(self, "history_")
+        X = validate_data(self, X, reset=first_call, dtype=np.float64)
+        if first_call:
+            self._init_state(X.shape[1])
+        Xt = self._lags(X)
+        self._push(X)
+        return Xt
+
+    def fit_transform(self, X, y=None):
+        """Reset, then return the lags within ``X`` (``fill_value`` before its start).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        X_lagged : ndarray of shape (n_samples, n_lags * n_features)
+            As :meth:`prequential_transform` on a fresh transformer.
+        """
+        self.__dict__.pop("history_", None)
+        self.__dict__.pop("n_samples_seen_", None)
+        self.__dict__.pop("n_features_in_", None)
+        self.__dict__.pop("feature_names_in_", None)
+        return self.prequential_transform(X)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names ``"{feature}_lag{k}"``, lag 1 of every feature first.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Input feature names (``x0, x1, ...`` when unknown).
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+            The output names.
+        """
+        check_is_fitted(self)
+        if input_features is None:
+            input_features = getattr(
+                self, "feature_names_in_", [f"x{i}" for i in range(self.n_features_in_)]
+            )
+        names = [f"{f}_lag{k}" for k in range(1, self.n_lags + 1) for f in input_features]
+        return np.asarray(names, dtype=object)
+
+    def _init_state(self, n_features):
+        self.history_ = np.full((self.n_lags, n_features), float(self.fill_value))
+        self.n_samples_seen_ = 0
+
+    def _push(self, X):
+        E = np.concatenate([self.history_, X])
+        self.history_ = E[-self.n_lags :].copy()
+        self.n_samples_seen_ += X.shape[0]
+
+    def _lags(self, X):
+        L, (b, d) = self.n_lags, X.shape
+        # E = [history (L rows, oldest first); X]: row t of X is E[L + t], lag k is E[L + t − k]
+        E = np.concatenate([self.history_, X])
+        windows = np.lib.stride_tricks.sliding_window_view(E[:-1], L, axis=0)  # (b, d, L)
+        # most recent first, lag-major: [lag1 of all d, lag2 of all d, ...]
+        return np.ascontiguousarray(windows[:, :, ::-1].transpose(0, 2, 1)).reshape(b, L * d)

@@ -1,0 +1,390 @@
+"""ORFitRegressor (SPEC §3): the theorem, zero forgetting, the PCA memory, spanned batches,
+streaming contracts and scikit-learn compatibility.
+
+Oracles: ``numpy.linalg.lstsq`` for the minimum-distance interpolant, ``numpy.linalg.svd``
+for the memory, plain multi-pass SGD for the theorem's limit.
+"""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+from sklearn.exceptions import NotFittedError
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_orfit import ORFitRegressor, RandomFourierFeatures, prequential_predict
+from sklearn_orfit._orfit import SpannedBatchWarning
+
+EPS = np.finfo(np.float64).eps
+
+
+def _stream(n_samples=25, n_features=60, n_targets=None, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n_samples, n_features))
+    shape = n_samples if n_targets is None else (n_samples, n_targets)
+    return X, rng.normal(size=shape), rng
+
+
+def _interpolant(X, Y, W0):
+    """argmin ‖W − W₀‖ s.t. X W = Y, from scratch."""
+    return W0 + np.linalg.lstsq(X, Y - X @ W0, rcond=None)[0]
+
+
+def _rel(a, b):
+    return np.linalg.norm(a - b) / np.linalg.norm(b)
+
+
+def _projector(rows):
+    return rows.T @ rows
+
+
+# ------------------------------------------------------------------ sklearn compatibility
+@parametrize_with_checks(
+    [
+        ORFitRegressor(),
+        ORFitRegressor(memory_size=3, memory_policy="random", batch_size=4, random_state=0),
+        ORFitRegressor(memory_size=2, memory_policy="latest", batch_size=None),
+        ORFitRegressor(memory_size=0),
+    ]
+)
+@pytest.mark.filterwarnings("ignore::sklearn_orfit._orfit.SpannedBatchWarning")
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+# ------------------------------------------------------------------ theorem 4.2
+@pytest.mark.parametrize("n_targets", [None, 3])
+@pytest.mark.parametrize("batch_size", [1, 4, None])
+@pytest.mark.parametrize("policy", ["pca", "latest", "random"])
+def test_one_pass_is_minimum_distance_interpolant(n_targets, batch_size, policy):
+    X, Y, rng = _stream(n_targets=n_targets)
+    W0 = rng.normal(size=(X.shape[1],) if n_targets is None else (X.shape[1], n_targets))
+    reg = ORFitRegressor(
+        batch_size=batch_size, memory_policy=policy, coef_init=W0, random_state=0
+    ).fit(X, Y)
+    assert reg.coef_.shape == W0.shape
+    assert _rel(reg.coef_, _interpolant(X, Y, W0)) <= 1e-10
+
+
+def test_uneven_partial_fit_batches_reach_the_interpolant():
+    X, Y, _ = _stream(n_targets=2)
+    reg = ORFitRegressor()
+    for lo, hi in [(0, 1), (1, 8), (8, 9), (9, 20), (20, 25)]:
+        reg.partial_fit(X[lo:hi], Y[lo:hi])
+    assert _rel(reg.coef_, _interpolant(X, Y, np.zeros((60, 2)))) <= 1e-10
+
+
+def test_one_pass_equals_the_limit_of_multi_pass_sgd():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(8, 30))
+    X /= np.linalg.norm(X, axis=1, keepdims=True)
+    y = rng.normal(size=8)
+    w0 = rng.normal(size=30)
+    w = w0.copy()
+    for _ in range(3000):  # plain SGD, fixed step, cyclic order
+        for x_i, y_i in zip(X, y):
+            w -= 0.5 * x_i * (x_i @ w - y_i)
+    reg = ORFitRegressor(coef_init=w0).fit(X, y)
+    assert _rel(reg.coef_, w) <= 1e-6
+    # SGD's limit is the interpolant, and ORFit reaches it in one pass
+    assert _rel(reg.coef_, _interpolant(X, y, w0)) <= 1e-10
+
+
+# ------------------------------------------------------------------ zero forgetting
+@pytest.mark.parametrize("n_targets", [None, 2])
+def test_unlimited_memory_never_forgets(n_targets):
+    X, Y, _ = _stream(n_samples=40, n_features=100, n_targets=n_targets)
+    reg = ORFitRegressor()
+    for t in range(X.shape[0]):
+        reg.partial_fit(X[t : t + 1], Y[t : t + 1])
+        past = reg.predict(X[: t + 1])
+        assert np.abs(past - Y[: t + 1]).max() <= 1e-10 * np.abs(Y).max()
+
+
+def test_prequential_predictions_then_no_forgetting():
+    X, y, _ = _stream(n_samples=40, n_features=100)
+    reg = ORFitRegressor()
+    y_pred = reg.prequential_predict(X, y)
+    assert y_pred[0] == 0.0
+    assert np.abs(reg.predict(X) - y).max() <= 1e-10 * np.abs(y).max()
+
+
+# ------------------------------------------------------------------ the PCA memory
+@pytest.mark.parametrize("batch_size", [1, 7])
+def test_pca_memory_spans_top_singular_subspace_low_rank(batch_size):
+    rng = np.random.default_rng(2)
+    rank, m = 5, 8
+    X = rng.normal(size=(40, rank)) @ rng.normal(size=(rank, 60))
+    y = rng.normal(size=40)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SpannedBatchWarning)  # labels are not consistent
+        reg = ORFitRegressor(memory_size=m, batch_size=batch_size).fit(X, y)
+    _, s, Vt = np.linalg.svd(X, full_matrices=False)
+    U = reg.components_
+    assert U.shape == (rank, 60)
+    assert_allclose(U @ U.T, np.eye(rank), atol=1e-13)
+    assert np.linalg.norm(_projector(U) - _projector(Vt[:rank]), 2) <= 1e-10
+    assert_allclose(reg.singular_values_, s[:rank], rtol=1e-10)
+
+
+def test_pca_memory_is_the_svd_of_past_rows():
+    X, y, _ = _stream(n_samples=30, n_features=60)
+    reg = ORFitRegressor(memory_size=40)  # m ≥ rank = 30: nothing truncated
+    _, s, Vt = np.linalg.svd(X, full_matrices=False)
+    for t in (10, 20, 30):
+        reg.partial_fit(X[t - 10 : t], y[t - 10 : t])
+        _, s, Vt = np.linalg.svd(X[:t], full_matrices=False)
+        assert_allclose(reg.singular_values_, s, rtol=1e-10)
+        # each leading subspace matches: principal angles ≈ 0 (singular values distinct)
+        for j in (1, t // 2, t):
+            cosines = np.linalg.svd(reg.components_[:j] @ Vt[:j].T, compute_uv=False)
+            assert cosines.min() >= 1 - 1e-10
+
+
+def test_bounded_pca_memory_keeps_m_orthonormal_directions():
+    X, y, _ = _stream(n_samples=600, n_features=50)
+    reg = ORFitRegressor(memory_size=10)
+    reg.prequential_predict(X, y)
+    U = reg.components_
+    assert U.shape == (10, 50)
+    assert np.abs(U @ U.T - np.eye(10)).max() <= 1e-12
+    assert np.all(np.diff(reg.singular_values_) <= 0)
+    # the most recent row is always fitted
+    assert abs(reg.predict(X[-1:])[0] - y[-1]) <= 1e-10 * np.abs(y).max()
+
+
+@pytest.mark.parametrize("policy", ["latest", "random"])
+def test_bounded_ablation_memories(policy):
+    X, y, _ = _stream(n_samples=30, n_features=50)
+    reg = ORFitRegressor(memory_size=6, memory_policy=policy, random_state=0)
+    for t in range(X.shape[0]):
+        before = reg.components_.copy() if t else np.zeros((0, 50))
+        reg.partial_fit(X[t : t + 1], y[t : t + 1])
+        U = reg.components_
+        assert U.shape == (min(t + 1, 6), 50)
+        assert np.abs(U @ U.T - np.eye(U.shape[0])).max() <= 1e-12
+        if policy == "latest":
+            # the newest direction: the row's part orthogonal to the previous memory
+            x_new = X[t] - (X[t] @ before.T) @ before
+            assert_allclose(U[-1], x_new / np.linalg.norm(x_new), atol=1e-12)
+            assert_allclose(reg.singular_values_[-1], np.linalg.norm(x_new), rtol=1e-12)
+
+
+def test_random_memory_depends_on_the_seed_only():
+    X, y, _ = _stream(n_samples=30, n_features=50)
+    a = ORFitRegressor(memory_size=5, memory_policy="random", random_state=3).fit(X, y)
+    b = ORFitRegressor(memory_size=5, memory_policy="random", random_state=3).fit(X, y)
+    c = ORFitRegressor(memory_size=5, memory_policy="random", random_state=4).fit(X, y)
+    assert_array_equal(a.coef_, b.coef_)
+    assert not np.allclose(a.coef_, c.coef_)
+
+
+def test_memory_size_zero_is_one_step_sgd():
+    X, y, _ = _stream(n_samples=30, n_features=20)
+    w = np.zeros(20)
+    for x_i, y_i in zip(X, y):
+        w += x_i * (y_i - x_i @ w) / (x_i @ x_i)
+    reg = ORFitRegressor(memory_size=0).fit(X, y)
+    assert reg.components_.shape == (0, 20)
+    assert_allclose(reg.coef_, w, rtol=1e-12)
+
+
+# ------------------------------------------------------------------ spanned batches
+def test_repeated_row_with_its_label_changes_nothing():
+    X, y, _ = _stream()
+    reg = ORFitRegressor().fit(X, y)
+    coef = reg.coef_.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SpannedBatchWarning)
+        reg.partial_fit(X[3:4], y[3:4])
+        reg.partial_fit(X[5:9], y[5:9])
+    assert_allclose(reg.coef_, coef, rtol=1e-12, atol=0)
+
+
+def test_repeated_row_with_new_label_warns_and_keeps_old_predictions():
+    X, y, _ = _stream()
+    reg = ORFitRegressor().fit(X, y)
+    with pytest.warns(SpannedBatchWarning, match="spanned by the memory"):
+        reg.partial_fit(np.vstack([X[3], np.ones(60)]), [y[3] + 1.0, 2.0])
+    assert np.isfinite(reg.coef_).all()
+    # the old predictions are kept (row 3 keeps y[3], not its new label), and the
+    # batch's new direction is fitted
+    assert np.abs(reg.predict(X) - y).max() <= 1e-10 * np.abs(y).max()
+    assert_allclose(reg.predict(np.ones((1, 60))), [2.0], rtol=1e-10)
+    assert reg.components_.shape[0] == 26
+
+
+def test_duplicate_rows_within_a_batch_are_least_squares():
+    x = np.random.default_rng(0).normal(size=10)
+    with pytest.warns(SpannedBatchWarning):
+        reg = ORFitRegressor(batch_size=None).fit(np.vstack([x, x]), [1.0, 3.0])
+    assert_allclose(reg.predict(x[None]), [2.0], rtol=1e-12)
+    assert reg.components_.shape == (1, 10)
+
+
+def test_underparameterised_stream_is_finite_and_keeps_the_first_fit():
+    X, y, _ = _stream(n_samples=50, n_features=5)
+    reg = ORFitRegressor()
+    with pytest.warns(SpannedBatchWarning):
+        y_pred = reg.prequential_predict(X, y)
+    assert np.isfinite(y_pred).all() and np.isfinite(reg.coef_).all()
+    assert_allclose(reg.predict(X[:5]), y[:5], rtol=1e-9)
+    assert reg.components_.shape == (5, 5)
+
+
+def test_zero_row_does_not_break_the_stream():
+    reg = ORFitRegressor()
+    with pytest.warns(SpannedBatchWarning):
+        reg.partial_fit(np.zeros((1, 4)), [1.0])
+    reg.partial_fit(np.eye(4)[:1], [2.0])
+    assert_allclose(reg.coef_, [2.0, 0, 0, 0])
+
+
+# ------------------------------------------------------------------ streaming contracts
+@pytest.mark.parametrize("memory_size", [None, 4])
+def test_fit_equals_partial_fit_chunks(memory_size):
+    X, Y, _ = _stream(n_targets=2)
+    reg = ORFitRegressor(memory_size=memory_size, batch_size=6).fit(X, Y)
+    ref = ORFitRegressor(memory_size=memory_size)
+    for lo in range(0, 25, 6):
+        ref.partial_fit(X[lo : lo + 6], Y[lo : lo + 6])
+    assert_array_equal(reg.coef_, ref.coef_)
+    assert_array_equal(reg.components_, ref.components_)
+    assert reg.n_samples_seen_ == 25
+
+
+@pytest.mark.parametrize("memory_policy", ["pca", "random"])
+def test_prequential_predict_equals_row_by_row(memory_policy):
+    X, y, _ = _stream(n_samples=30, n_features=40)
+    kw = dict(memory_size=5, memory_policy=memory_policy, random_state=0)
+    fast = ORFitRegressor(**kw)
+    y_fast = prequential_predict(fast, X, y)  # dispatches to the method
+    slow, one = ORFitRegressor(**kw), ORFitRegressor(**kw)
+    y_slow, y_one = np.zeros(30), np.zeros(30)
+    for i in range(30):
+        if i:
+            y_slow[i] = slow.predict(X[i : i + 1])[0]
+            y_one[i] = one.predict_one(X[i])
+            one.learn_one(X[i], y[i])
+        else:
+            one.partial_fit(X[:1], y[:1])
+        slow.partial_fit(X[i : i + 1], y[i : i + 1])
+    assert_allclose(y_fast, y_slow, rtol=1e-13, atol=1e-13)
+    assert_allclose(y_one, y_slow, rtol=1e-13, atol=1e-13)
+    assert_allclose(fast.coef_, slow.coef_, rtol=1e-13, atol=1e-13)
+    assert_allclose(one.coef_, slow.coef_, rtol=1e-13, atol=1e-13)
+
+
+def test_pickle_mid_stream_equals_never_stopping():
+    X, y, _ = _stream(n_samples=40, n_features=30)
+    reg = ORFitRegressor(memory_size=6, memory_policy="random", random_state=0)
+    reg.partial_fit(X[:20], y[:20])
+    reg.prequential_predict(X[20:25], y[20:25])
+    resumed = pickle.loads(pickle.dumps(reg))
+    a = reg.prequential_predict(X[25:], y[25:])
+    b = resumed.prequential_predict(X[25:], y[25:])
+    assert_array_equal(a, b)
+    assert_array_equal(reg.coef_, resumed.coef_)
+    assert_array_equal(reg.components_, resumed.components_)
+
+
+def test_learning_does_not_modify_inputs_and_returns_self():
+    X, Y, _ = _stream(n_targets=2)
+    X0, Y0 = X.copy(), Y.copy()
+    reg = ORFitRegressor(memory_size=3)
+    assert reg.partial_fit(X, Y) is reg
+    assert reg.fit(X, Y) is reg
+    reg.prequential_predict(X, Y)
+    assert reg.learn_one(X[0], Y[0]) is reg
+    assert_array_equal(X, X0)
+    assert_array_equal(Y, Y0)
+
+
+def test_components_held_by_the_user_do_not_change():
+    X, y, _ = _stream()
+    for kw in ({}, {"memory_size": 4}, {"memory_size": 4, "memory_policy": "latest"}):
+        reg = ORFitRegressor(**kw).fit(X[:10], y[:10])
+        held, held_copy = reg.components_, reg.components_.copy()
+        coef = reg.coef_
+        coef_copy = coef.copy()
+        reg.partial_fit(X[10:], y[10:])
+        reg.prequential_predict(X, y)
+        assert_array_equal(held, held_copy)
+        assert_array_equal(coef, coef_copy)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda X, y: (np.where(np.arange(60) == 3, np.nan, X[:1]), y[:1]),
+        lambda X, y: (X[:1], np.array([np.inf])),
+        lambda X, y: (X[:1, :59], y[:1]),
+        lambda X, y: (X[:1], np.c_[y[:1], y[:1]]),
+        lambda X, y: (X[:1], y[:1, None]),
+        lambda X, y: (X[:2], y[:1]),
+    ],
+)
+def test_rejected_partial_fit_leaves_state_unchanged(bad):
+    X, y, _ = _stream()
+    reg = ORFitRegressor(memory_size=5, memory_policy="random", random_state=0)
+    reg.partial_fit(X[:10], y[:10])
+    state = pickle.dumps(reg)
+    with pytest.raises(ValueError):
+        reg.partial_fit(*bad(X, y))
+    assert pickle.dumps(reg) == state
+    with pytest.raises(ValueError):
+        reg.learn_one(X[0, :59], y[0])
+    assert pickle.dumps(reg) == state
+
+
+def test_rejected_first_call_leaves_estimator_unfitted():
+    X, y, _ = _stream()
+    reg = ORFitRegressor(coef_init=np.zeros(59))
+    with pytest.raises(ValueError, match="coef_init"):
+        reg.fit(X, y)
+    with pytest.raises(NotFittedError):
+        reg.predict(X)
+    reg = ORFitRegressor()
+    with pytest.raises(ValueError):
+        reg.partial_fit(np.full((2, 3), np.nan), [1.0, 2.0])
+    assert not [k for k in vars(reg) if k.endswith("_")]
+
+
+def test_float32_input():
+    X, y, _ = _stream()
+    reg64 = ORFitRegressor().fit(X, y)
+    reg32 = ORFitRegressor().fit(X.astype(np.float32), y.astype(np.float32))
+    assert reg32.coef_.dtype == np.float64
+    assert_allclose(reg32.predict(X.astype(np.float32)), y, rtol=1e-5)
+    assert _rel(reg32.coef_, reg64.coef_) < 1e-5
+
+
+# ------------------------------------------------------------------ RFF → ORFit pipeline
+def test_pipeline_with_random_fourier_features():
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-2, 2, size=(120, 3))
+    y = np.sin(X).sum(axis=1)
+    pipe = make_pipeline(
+        RandomFourierFeatures(n_components=400, sigma=1.0, random_state=0),
+        ORFitRegressor(memory_size=60),
+    )
+    pipe.fit(X[:60], y[:60])
+    assert np.abs(pipe.predict(X[:60]) - y[:60]).max() <= 1e-8  # m ≥ rows: no forgetting
+
+    # stream the rest prequentially through the final estimator, on transformed features
+    Z = pipe[:-1].transform(X[60:])
+    reg = pipe[-1]
+    ref = pickle.loads(pickle.dumps(reg))
+    y_pred = prequential_predict(reg, Z, y[60:])
+    assert_array_equal(y_pred, ref.prequential_predict(Z, y[60:]))
+    rmse = np.sqrt(np.mean((y_pred - y[60:]) ** 2))
+    assert rmse < 0.5 * np.std(y[60:])  # it generalises, well below predicting the mean
+
+    restored = pickle.loads(pickle.dumps(pipe))
+    assert_array_equal(restored.predict(X), pipe.predict(X))
+    restored[-1].partial_fit(Z[:5], y[60:65])
+    pipe[-1].partial_fit(Z[:5], y[60:65])
+    assert_array_equal(restored.predict(X), pipe.predict(X))

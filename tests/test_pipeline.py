@@ -1,0 +1,315 @@
+"""StreamingPipeline: partial_fit, prequential_predict, no look-ahead, sklearn checks."""
+
+import copy
+import inspect
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sklearn.base import BaseEstimator, clone, is_regressor
+from sklearn.decomposition import PCA
+from sklearn.exceptions import NotFittedError
+from sklearn.frozen import FrozenEstimator
+from sklearn.linear_model import SGDRegressor
+from sklearn.model_selection import GridSearchCV
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import sklearn_orfit
+from sklearn_orfit import (
+    LagTransformer,
+    ORFitRegressor,
+    QREWRLSRegressor,
+    RandomFourierFeatures,
+    RecursiveStandardScaler,
+    StreamingPipeline,
+    make_streaming_pipeline,
+    prequential_predict,
+)
+
+
+def _rff(d=64, sigma=1.0):
+    return RandomFourierFeatures(d, sigma=sigma, random_state=0)
+
+
+# Every chain the package supports, by name (fresh instances each call).
+CHAINS = {
+    "rff-qrewrls": lambda: make_streaming_pipeline(_rff(), QREWRLSRegressor(window_size=8)),
+    "rff-qrewrls-forget": lambda: make_streaming_pipeline(
+        _rff(6), QREWRLSRegressor(window_size=10, forgetting_factor=0.9, alpha=1e-2)
+    ),
+    "scaler-rff-qrewrls": lambda: make_streaming_pipeline(
+        RecursiveStandardScaler(), _rff(), QREWRLSRegressor(window_size=8)
+    ),
+    "lags-scaler-rff-qrewrls": lambda: make_streaming_pipeline(
+        LagTransformer(3), RecursiveStandardScaler(), _rff(), QREWRLSRegressor(window_size=8)
+    ),
+    "rff-orfit": lambda: make_streaming_pipeline(_rff(128), ORFitRegressor(memory_size=10)),
+    "sk-scaler-sgd": lambda: make_streaming_pipeline(
+        StandardScaler(), SGDRegressor(random_state=0, learning_rate="constant", eta0=0.01)
+    ),
+    "scaler-sgd": lambda: make_streaming_pipeline(
+        RecursiveStandardScaler(),
+        SGDRegressor(random_state=0, learning_rate="constant", eta0=0.01),
+    ),
+    "scaler-givens": lambda: make_streaming_pipeline(
+        RecursiveStandardScaler(), _rff(16), QREWRLSRegressor(window_size=6, solver="givens")
+    ),
+}
+
+
+def _stream(n=60, d=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d)) * [1.0, 3.0, 0.5][:d] + [0.0, 10.0, -2.0][:d]
+    y = np.sin(X[:, 0]) + 0.1 * X[:, 1] + 0.05 * rng.normal(size=n)
+    return X, y
+
+
+def _hand_loop(pipe, X, y):
+    """Predict-then-update with the public predict / partial_fit, one row at a time."""
+    y_pred = np.zeros(len(y))
+    for i in range(len(y)):
+        if i > 0:
+            y_pred[i] = pipe.predict(X[i : i + 1])[0]
+        pipe.partial_fit(X[i : i + 1], y[i : i + 1])
+    return y_pred
+
+
+# ---------------------------------------------------------------------- sklearn checks
+@parametrize_with_checks(
+    [
+        make_streaming_pipeline(_rff(32), QREWRLSRegressor(window_size=10)),
+        make_streaming_pipeline(
+            RecursiveStandardScaler(), _rff(32), QREWRLSRegressor(window_size=10)
+        ),
+        make_streaming_pipeline(RecursiveStandardScaler(), _rff(16)),
+        make_streaming_pipeline(_rff(64), ORFitRegressor()),
+        make_streaming_pipeline(StandardScaler(), SGDRegressor(random_state=0)),
+    ]
+)
+# sklearn's StandardScaler warns on the NaN rows of check_estimators_nan_inf
+@pytest.mark.filterwarnings(
+    "ignore:invalid value encountered:RuntimeWarning:sklearn.utils.extmath"
+)
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # ORFit's spanned-batch warning
+        check(estimator)
+
+
+# ---------------------------------------------------------------------- equivalences
+@pytest.mark.parametrize("chain", sorted(CHAINS))
+def test_prequential_predict_equals_hand_written_loop(chain):
+    X, y = _stream()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        fast = CHAINS[chain]()
+        y_fast = prequential_predict(fast, X, y)
+        slow = CHAINS[chain]()
+        y_slow = _hand_loop(slow, X, y)
+    assert np.max(np.abs(y_fast - y_slow)) <= 1e-12 * max(1.0, np.max(np.abs(y_slow)))
+    # both end in the same state
+    X_new = _stream(5, seed=1)[0]
+    np.testing.assert_allclose(fast.predict(X_new), slow.predict(X_new), rtol=1e-12, atol=1e-12)
+    assert y_fast[0] == 0.0
+
+
+@pytest.mark.parametrize("chain", sorted(CHAINS))
+def test_prequential_predict_continues_across_calls(chain):
+    X, y = _stream()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        whole = prequential_predict(CHAINS[chain](), X, y)
+        pipe = CHAINS[chain]()
+        parts = [prequential_predict(pipe, X[a:b], y[a:b]) for a, b in [(0, 1), (1, 25), (25, 60)]]
+    np.testing.assert_allclose(np.concatenate(parts), whole, rtol=1e-12, atol=1e-12)
+
+
+def test_transformer_chunk_learning_equals_row_by_row():
+    X, y = _stream(40)
+    a = make_streaming_pipeline(
+        LagTransformer(2), RecursiveStandardScaler(), _rff(), QREWRLSRegressor(window_size=8)
+    )
+    b = clone(a)
+    a.partial_fit(X, y)
+    for i in range(len(y)):
+        b.partial_fit(X[i : i + 1], y[i : i + 1])
+    np.testing.assert_allclose(a.predict(X[:5]), b.predict(X[:5]), rtol=1e-12, atol=1e-12)
+
+
+def test_predict_uses_the_features_prequential_predict_would_give():
+    X, y = _stream(50)
+    pipe = CHAINS["scaler-rff-qrewrls"]().fit(X[:40], y[:40])
+    frozen = pipe.predict(X[40:41])
+    assert prequential_predict(pipe, X[40:41], y[40:41])[0] == pytest.approx(frozen[0], abs=1e-14)
+
+
+def test_fit_resets_and_equals_partial_fit_on_a_fresh_pipeline():
+    X, y = _stream()
+    a = CHAINS["scaler-rff-qrewrls"]().fit(X[:30], y[:30]).fit(X, y)
+    b = CHAINS["scaler-rff-qrewrls"]().partial_fit(X, y)
+    np.testing.assert_array_equal(a.predict(X[:7]), b.predict(X[:7]))
+    assert a.named_steps_.qrewrlsregressor.n_samples_seen_ == len(y)
+
+
+# ---------------------------------------------------------------------- no look-ahead
+@settings(max_examples=8, deadline=None)
+@given(cut=st.integers(0, 38), seed=st.integers(0, 2**16), scale=st.floats(0.01, 100.0))
+@pytest.mark.parametrize("chain", sorted(CHAINS))
+def test_no_look_ahead(chain, cut, seed, scale):
+    X, y = _stream(40, seed=seed % 7)
+    rng = np.random.default_rng(seed)
+    X2, y2 = X.copy(), y.copy()
+    X2[cut + 1 :] += scale * rng.normal(size=X2[cut + 1 :].shape)
+    y2[cut:] += scale * rng.normal(size=y2[cut:].shape)  # y[cut] itself too
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        a = prequential_predict(CHAINS[chain](), X, y)
+        b = prequential_predict(CHAINS[chain](), X2, y2)
+    np.testing.assert_array_equal(a[: cut + 1], b[: cut + 1])
+    assert not np.array_equal(a[cut + 2 :], b[cut + 2 :]) or cut + 2 >= len(y)
+
+
+def _package_regressors():
+    out = []
+    for name in sklearn_orfit.__all__:
+        obj = getattr(sklearn_orfit, name)
+        is_estimator = inspect.isclass(obj) and issubclass(obj, BaseEstimator)
+        if (
+            is_estimator
+            and obj is not StreamingPipeline
+            and is_regressor(obj())
+            and hasattr(obj, "partial_fit")
+        ):
+            out.append(obj)
+    return out
+
+
+@settings(max_examples=5, deadline=None)
+@given(cut=st.integers(0, 28), seed=st.integers(0, 2**16))
+@pytest.mark.parametrize("cls", _package_regressors(), ids=lambda c: c.__name__)
+def test_no_look_ahead_every_package_regressor(cls, cut, seed):
+    X, y = _stream(30, seed=seed % 5)
+    rng = np.random.default_rng(seed)
+    X2, y2 = X.copy(), y.copy()
+    X2[cut + 1 :] = rng.normal(size=X2[cut + 1 :].shape)
+    y2[cut:] = rng.normal(size=y2[cut:].shape)
+    # seeded, so that two runs differ only by the perturbation
+    seeded = {"random_state": 0} if "random_state" in cls().get_params() else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        a = prequential_predict(
+            make_streaming_pipeline(RecursiveStandardScaler(), cls(**seeded)), X, y
+        )
+        b = prequential_predict(
+            make_streaming_pipeline(RecursiveStandardScaler(), cls(**seeded)), X2, y2
+        )
+    np.testing.assert_array_equal(a[: cut + 1], b[: cut + 1])
+
+
+# ---------------------------------------------------------------------- contract
+def test_steps_are_not_modified_and_fitted_steps_are_exposed():
+    X, y = _stream()
+    reg = QREWRLSRegressor(window_size=8)
+    pipe = make_streaming_pipeline(_rff(), reg)
+    pipe.fit(X, y)
+    assert not hasattr(reg, "coef_")
+    assert pipe.named_steps_.qrewrlsregressor is pipe.steps_[-1][1]
+    assert pipe.named_steps_.qrewrlsregressor.coef_.shape == (64,)
+    assert pipe.n_features_in_ == 3
+
+
+def test_unfitted_pipeline_refuses_to_predict():
+    with pytest.raises(NotFittedError):
+        make_streaming_pipeline(_rff(), QREWRLSRegressor()).predict(np.zeros((1, 3)))
+
+
+def test_learning_does_not_modify_input_and_pickles_mid_stream():
+    X, y = _stream()
+    X0, y0 = X.copy(), y.copy()
+    pipe = CHAINS["lags-scaler-rff-qrewrls"]()
+    prequential_predict(pipe, X[:30], y[:30])
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    restored = pickle.loads(pickle.dumps(pipe))
+    twin = copy.deepcopy(pipe)
+    a = prequential_predict(pipe, X[30:], y[30:])
+    np.testing.assert_array_equal(a, prequential_predict(restored, X[30:], y[30:]))
+    np.testing.assert_array_equal(a, prequential_predict(twin, X[30:], y[30:]))
+
+
+def test_fixed_map_must_be_fitted_and_frozen_survives_clone():
+    X, y = _stream()
+    pca = PCA(2).fit(X)
+    pipe = make_streaming_pipeline(FrozenEstimator(pca), QREWRLSRegressor(window_size=5))
+    y_pred = prequential_predict(clone(pipe), X, y)
+    expected = prequential_predict(QREWRLSRegressor(window_size=5), pca.transform(X), y)
+    np.testing.assert_array_equal(y_pred, expected)
+    with pytest.raises(ValueError, match="FrozenEstimator"):
+        make_streaming_pipeline(PCA(2), QREWRLSRegressor()).fit(X, y)
+
+
+def test_frozen_partial_fit_transformer_is_not_updated():
+    X, y = _stream()
+    scaler = StandardScaler().fit(X[:10])
+    mean = scaler.mean_.copy()
+    pipe = make_streaming_pipeline(FrozenEstimator(scaler), SGDRegressor(random_state=0))
+    pipe.fit(X, y)
+    np.testing.assert_array_equal(scaler.mean_, mean)
+
+
+def test_final_estimator_without_partial_fit_is_rejected():
+    from sklearn.linear_model import Ridge
+
+    X, y = _stream()
+    with pytest.raises(TypeError, match="partial_fit"):
+        make_streaming_pipeline(_rff(), Ridge()).fit(X, y)
+
+
+def test_nested_in_grid_search_sets_step_parameters():
+    X, y = _stream(80)
+    pipe = make_streaming_pipeline(_rff(), QREWRLSRegressor())
+    search = GridSearchCV(
+        pipe,
+        {"randomfourierfeatures__sigma": [0.5, 1.0], "qrewrlsregressor__window_size": [5, 10]},
+        cv=2,
+    ).fit(X, y)
+    best = search.best_estimator_.named_steps_
+    assert best.randomfourierfeatures.sigma in (0.5, 1.0)
+    assert best.qrewrlsregressor.window_size in (5, 10)
+    assert len(search.cv_results_["params"]) == 4
+
+
+def test_transformer_only_pipeline_is_a_streaming_step():
+    X, y = _stream()
+    inner = make_streaming_pipeline(LagTransformer(2), RecursiveStandardScaler())
+    outer = make_streaming_pipeline(inner, _rff(), QREWRLSRegressor(window_size=8))
+    flat = make_streaming_pipeline(
+        LagTransformer(2), RecursiveStandardScaler(), _rff(), QREWRLSRegressor(window_size=8)
+    )
+    np.testing.assert_array_equal(
+        prequential_predict(outer, X, y), prequential_predict(flat, X, y)
+    )
+
+
+def test_slicing_gives_template_pipeline():
+    pipe = make_streaming_pipeline(RecursiveStandardScaler(), _rff(), QREWRLSRegressor())
+    head = pipe[:2]
+    assert isinstance(head, StreamingPipeline) and len(head) == 2
+    assert isinstance(pipe[-1], QREWRLSRegressor)
+
+
+def test_bad_targets_are_rejected_before_any_step_learns():
+    X, y = _stream()
+    pipe = CHAINS["scaler-rff-qrewrls"]().partial_fit(X[:10], y[:10])
+    state = pipe.named_steps_.recursivestandardscaler.n_samples_seen_
+    y_bad = y[10:20].copy()
+    y_bad[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        pipe.partial_fit(X[10:20], y_bad)
+    with pytest.raises(ValueError):
+        prequential_predict(pipe, X[10:20], y[10:19])
+    assert pipe.named_steps_.recursivestandardscaler.n_samples_seen_ == state
