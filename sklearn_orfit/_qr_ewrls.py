@@ -47,8 +47,12 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         * ``"auto"`` — each window is solved from scratch: the inner products it needs
           come from a few matrix products over the whole call, and the small ``N×N``
           (``D ≥ N``) or ``D×D`` (``D < N``) systems are solved together; a window whose
-          Gram matrix is worse conditioned than ``1e6`` is recomputed on the orthogonal
-          route. Nothing is carried between windows, so nothing drifts.
+          Gram matrix is worse conditioned than ``1e6`` (``κ(W½Z) ≳ 1e3``), or that holds
+          an all-zero row, is recomputed on the orthogonal route, which costs
+          ``O(N²·D)`` for that window: streams whose windows are all that ill-conditioned
+          (tiny ``sigma``, large ``window_size``, ``alpha=0``) run much slower, and
+          ``alpha > 0`` keeps them on the fast route. Nothing is carried between windows,
+          so nothing drifts.
         * ``"svd"`` — every window on the orthogonal route (QR + SVD of the window, the
           same cut-off as :func:`numpy.linalg.lstsq`). Slowest, most accurate at ``D ≈ N``.
         * ``"givens"`` — the ABO paper's recursion (Algorithm 1): a QR factorisation of
