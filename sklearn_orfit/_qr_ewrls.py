@@ -554,9 +554,9 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
             if self.alpha:
                 S.flat[:: S.shape[0] + 1] += self.alpha
             # padding: window positions (s − pos) % N before the first row of the stream
-            N = self.window_size
-            n_valid = min(self.n_samples_seen_ + 1, N)
-            pad = ((np.arange(N) - self._pos) % N) < N - n_valid if self._K is not None else None
+            N, pad = self.window_size, None
+            if self._K is not None and self.n_samples_seen_ + 1 < N:
+                pad = ((np.arange(N) - self._pos) % N) < N - (self.n_samples_seen_ + 1)
             sol = _cho_solve_checked(S, rhs, pad=pad)
             if sol is not None:
                 beta = self._Z.T @ (sol * sw[:, None]) if self._K is not None else sol
