@@ -8,9 +8,13 @@ Setting of the issue: ``D = 2¹⁴`` random Fourier features in total, window ``
   (sequential, in this process), one with ``n_jobs=2`` on joblib's loky backend
   (``inner_max_num_threads=1``: one BLAS thread per worker). Calls are interleaved chunk
   by chunk, after one untimed warm-up chunk (which also starts the worker processes), so
-  that both see the same machine load. Reported: seconds per chunk and the ratio, per
-  chunk and median; the threading backend with 2 threads as a third column; the largest
-  difference between the predictions of the two runs.
+  that both see the same machine load. Reported: seconds per chunk and the median of the
+  per-chunk ratios; the threading backend with 2 threads as a third run; the largest
+  difference between the predictions of each run and the sequential one. Two "ceiling"
+  rows time 4 equal pure-numpy tasks, no estimator, in this process and on 2 loky
+  workers, between the chunks: the speed-up the machine allows at that moment (other
+  jobs may hold the cores). The fixed cost of one call (20-row chunks) gives a model
+  estimate for idle cores, printed as such.
 * **Accuracy** — prequential ResMSE and ResVAR (SPEC §5) of the 4-partition ensemble, of
   one full-width model on the same ``D = 2¹⁴`` draw, and of one partition alone
   (the ensemble's first block, ``D = 2¹²``), on the ABO synthetic series (10,500
@@ -49,6 +53,29 @@ def _worker_blas_threads(n_jobs):
     return Parallel(n_jobs=n_jobs)(delayed(_blas_threads)() for _ in range(n_jobs))
 
 
+def _ceiling_task(*, n, reps):
+    """Pure numpy work, no Python loop: what one core does for a partition's share."""
+    a = np.linspace(0.0, 1.0, n)
+    for _ in range(reps):
+        b = np.cos(a)
+    return float(b[-1])
+
+
+def _ceiling(n_jobs, n):
+    """Wall time of 4 equal compute tasks on ``n_jobs`` loky workers (1: in this process)."""
+    from sklearn.utils.parallel import Parallel, delayed
+
+    t0 = time.perf_counter()
+    if n_jobs == 1:
+        for _ in range(N_PARTITIONS):
+            _ceiling_task(n=n, reps=2)
+    else:
+        Parallel(n_jobs=n_jobs)(
+            delayed(_ceiling_task)(n=n, reps=2) for _ in range(N_PARTITIONS)
+        )
+    return time.perf_counter() - t0
+
+
 def _ensemble(D, n_jobs, sigma=1.0):
     return FeaturePartitionEnsemble(
         RandomFourierFeatures(D, sigma=sigma, random_state=0),
@@ -68,7 +95,10 @@ def bench_speed(D, X, y, n_chunks):
         "threading, n_jobs=2": (_ensemble(D, 2), "threading"),
     }
     times = {name: [] for name in runs}
+    times["ceiling: pure numpy, 1 process"] = []
+    times["ceiling: pure numpy, loky 2"] = []
     preds = {name: [] for name in runs}
+    n_cos = CHUNK * D // N_PARTITIONS  # one partition's features of one chunk
     for k, sl in enumerate(chunks):
         for name, (ens, backend) in runs.items():
             # threads share this process's BLAS limit (1); loky workers get theirs
@@ -80,9 +110,51 @@ def bench_speed(D, X, y, n_chunks):
             if k > 0:  # chunk 0 warms up (and starts the worker processes)
                 times[name].append(elapsed)
                 preds[name].append(y_pred)
+        # what the machine allows right now: the same layout of work (4 equal tasks on 2
+        # workers) with no estimator at all, measured between the ensemble's chunks
+        with joblib.parallel_config(backend="loky", inner_max_num_threads=1):
+            t_seq, t_par = _ceiling(1, n_cos), _ceiling(2, n_cos)
+        if k > 0:
+            times["ceiling: pure numpy, 1 process"].append(t_seq)
+            times["ceiling: pure numpy, loky 2"].append(t_par)
+    # fixed cost of one call (dispatch, the partitions' state to the workers and back):
+    # tiny chunks, where the arithmetic is negligible
+    overhead = {}
+    tiny = slice(chunks[-1].stop, chunks[-1].stop + 20)
+    for name, (ens, backend) in runs.items():
+        inner = {"inner_max_num_threads": 1} if backend == "loky" else {}
+        with joblib.parallel_config(backend=backend, **inner):
+            t = []
+            for _ in range(7):
+                t0 = time.perf_counter()
+                ens.prequential_predict(X[tiny], y[tiny])
+                t.append(time.perf_counter() - t0)
+        overhead[name] = float(np.median(t))
     ref = np.concatenate(preds["n_jobs=1"])
     diffs = {name: float(np.max(np.abs(np.concatenate(p) - ref))) for name, p in preds.items()}
-    return times, diffs
+    return times, diffs, overhead
+
+
+def print_speed(times, diffs, overhead):
+    print("| run                            | s per timed chunk       | median | "
+          "speed-up | max abs Δŷ vs n_jobs=1 |")
+    print("|--------------------------------|-------------------------|-------:|"
+          "---------:|-----------------------:|")
+    for name, t in times.items():
+        t = np.array(t)
+        base = np.array(times["ceiling: pure numpy, 1 process" if "ceiling" in name
+                              else "n_jobs=1"])
+        ratio = np.median(base / t)  # median of the per-chunk ratios
+        diff = f"{diffs[name]:.1e}" if name in diffs else "–"
+        print(f"| {name:<30} | {' '.join(f'{v:.3f}' for v in t):<23} | "
+              f"{np.median(t):6.3f} | {ratio:7.2f}× | {diff:>22} |")
+    t1 = float(np.median(times["n_jobs=1"]))
+    print("fixed cost of one call (median of 7 calls on 20 rows): " + ", ".join(
+        f"{name} {1e3 * t:.1f} ms" for name, t in overhead.items()))
+    o = overhead["loky, n_jobs=2"] - overhead["n_jobs=1"]
+    print(f"estimate for 2 idle cores, loky: T1 / (T1/2 + extra fixed cost) = "
+          f"{t1:.3f} / ({t1 / 2:.3f} + {o:.3f}) = {t1 / (t1 / 2 + o):.2f}× "
+          "(a model, not a measurement)")
 
 
 def prequential_scores(model_preds, y, start):
@@ -121,8 +193,8 @@ def electricity(n_lags):
 
 def print_scores(title, scores):
     print(f"\n{title}")
-    print(f"| model                | ResMSE  | ResVAR  |")
-    print(f"|----------------------|--------:|--------:|")
+    print("| model                | ResMSE  | ResVAR  |")
+    print("|----------------------|--------:|--------:|")
     for name, (mse, var) in scores.items():
         print(f"| {name:<20} | {mse:7.4f} | {var:7.4f} |")
 
@@ -151,15 +223,8 @@ def main():
 
         print(f"\nSpeed: D = {D}, N = {N}, {N_PARTITIONS} partitions, chunks of {CHUNK} "
               f"rows, {n_chunks} timed chunks (after one warm-up chunk)")
-        times, diffs = bench_speed(D, X, y, n_chunks)
-        base = np.array(times["n_jobs=1"])
-        print("| run                 | s per chunk (each timed chunk)        | median | "
-              "speed-up (median of per-chunk ratios) | max |Δŷ| vs n_jobs=1 |")
-        for name, t in times.items():
-            t = np.array(t)
-            ratio = np.median(base / t)
-            print(f"| {name:<19} | {' '.join(f'{v:.3f}' for v in t):<37} | "
-                  f"{np.median(t):.3f} | {ratio:.2f}× | {diffs[name]:.1e} |")
+        times, diffs, overhead = bench_speed(D, X, y, n_chunks)
+        print_speed(times, diffs, overhead)
         load1 = os.getloadavg()
         print(f"load average after the speed runs: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
 

@@ -123,21 +123,24 @@ def test_dask_cluster_matches_sequential(stream, reference, dask_client):
     assert sum(dask_client.run(lambda: 1).values()) == 2
 
 
-def test_one_task_per_partition_per_call(stream, monkeypatch):
+class _CountingQREWRLS(QREWRLSRegressor):
+    """Records the length of every chunk its prequential_predict receives."""
+
+    chunks = []
+
+    def prequential_predict(self, X, y):
+        type(self).chunks.append(len(X))
+        return super().prequential_predict(X, y)
+
+
+def test_one_task_per_partition_per_call(stream):
     X, y = stream
-    from sklearn_orfit import _ensemble as module
-
-    calls = []
-    real = module._prequential_partition
-
-    def counting(**kwargs):
-        calls.append(kwargs["X"].shape[0])
-        return real(**kwargs)
-
-    monkeypatch.setattr(module, "_prequential_partition", counting)
-    ens = _ensemble(n_partitions=3)
+    _CountingQREWRLS.chunks = []
+    ens = _ensemble(estimator=_CountingQREWRLS(window_size=20), n_partitions=3)
     ens.prequential_predict(X[:300], y[:300])
-    assert calls == [300, 300, 300]
+    ens.prequential_predict(X[300:350], y[300:350])
+    # each partition got each chunk whole, in one call: no per-row tasks
+    assert _CountingQREWRLS.chunks == [300, 300, 300, 50, 50, 50]
 
 
 # ---------------------------------------------------------------------- equivalences
