@@ -88,7 +88,6 @@ def window_stats(Z, y, *, lam):
             ev = np.take_along_axis(ev, order, axis=1)
             U = np.take_along_axis(V, order[:, None, :], axis=2)
             s = np.sqrt(np.clip(ev, 0.0, None))
-            Vt = None
         # numpy.linalg.lstsq's cut-off for the minimum-norm solution
         cut = np.finfo(np.float64).eps * max(WINDOW, D) * s[:, :1]
         keep = s > cut

@@ -3,16 +3,15 @@
 from numbers import Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._stream import rollback_on_error, validate_stream
+from ._stream import StreamingRegressorMixin, rollback_on_error, validate_stream
 
 __all__ = ["EWRLSRegressor"]
 
 
-class EWRLSRegressor(RegressorMixin, BaseEstimator):
+class EWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Exponentially weighted recursive least squares in covariance (``P``-matrix) form.
 
     The textbook RLS filter. It carries ``P``, the inverse of the regularised,
@@ -99,85 +98,6 @@ class EWRLSRegressor(RegressorMixin, BaseEstimator):
         self.delta = delta
 
     # ------------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Reset, then learn the rows of ``X`` in order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        self : EWRLSRegressor
-            The fitted estimator.
-        """
-        self._partial_fit(X, y, predict=False, reset=True)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
-        """Learn the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        self : EWRLSRegressor
-            The updated estimator.
-        """
-        self._partial_fit(X, y, predict=False, reset=False)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def prequential_predict(self, X, y):
-        """Predict each row from the state before it, then learn it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i]`` from the state after rows ``< i`` (0 before the first row of a
-            stream).
-        """
-        return self._partial_fit(X, y, predict=True, reset=False)
-
-    def predict(self, X):
-        """Predict with the current coefficients.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``X @ coef_``.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.coef_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
-
     # ------------------------------------------------------------------ internals
     def _partial_fit(self, X, y, *, predict, reset):
         with rollback_on_error(self):

@@ -145,8 +145,8 @@ class GivensWindow:
         self.beta = M[:n, self._P].T @ M[:n, self._eta]
 
     def _append(self, z, y):
-        M, n, D = self.M, self.n, self.D
-        R, P, eta, Qt = self._R, self._P, self._eta, self._Qt
+        M, n = self.M, self.n
+        R, P = self._R, self._P
         Pt = M[:n, P]  # rows of (R⁺)ᵀ
         if self.alpha > 0.0:
             self._place_row(z, y, None)
@@ -188,8 +188,7 @@ class GivensWindow:
             M[r, k] = 0.0
 
     def _remove_oldest(self):
-        M, n = self.M, self.n
-        R, P, eta, Qt = self._R, self._P, self._eta, self._Qt
+        M, n, Qt = self.M, self.n, self._Qt
         q0 = Qt.start  # column of Qᵀ holding the oldest sample
         # Step 6: rotations, bottom-up, collapse Qᵀe₀ into row 0; R becomes Hessenberg
         for i in range(n - 1, 0, -1):

@@ -4,12 +4,13 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import lapack
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._givens import GivensWindow
+from ._stream import StreamingRegressorMixin
 from ._validation import check_one_row, check_one_target
 from ._window_solvers import GRAM_KAPPA_MAX, lstsq_stack, solve_normal_stack
 
@@ -20,7 +21,7 @@ __all__ = ["QREWRLSRegressor"]
 _BLOCK = 1024
 
 
-class QREWRLSRegressor(RegressorMixin, BaseEstimator):
+class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Sliding-window, exponentially weighted, minimum-norm recursive least squares.
 
     After each row ``t`` the coefficients are the oracle solution of SPEC §2 on the
@@ -138,78 +139,6 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         self.solver = solver
 
     # ------------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Reset, then learn the rows of ``X`` in order (as one :meth:`partial_fit`).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        self : QREWRLSRegressor
-            The fitted estimator.
-        """
-        return self._partial_fit(X, y, predict=False, reset=True)[0]
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
-        """Learn the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        self : QREWRLSRegressor
-            The updated estimator.
-        """
-        return self._partial_fit(X, y, predict=False)[0]
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def prequential_predict(self, X, y):
-        """Predict each row from the state before it, then learn it (vectorised).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i]`` from the state after rows ``< i`` (0 before the first row
-            of a stream).
-        """
-        return self._partial_fit(X, y, predict=True)[1]
-
-    def predict(self, X):
-        """Predict with the current coefficients.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``X @ coef_``.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.coef_
-
     def predict_one(self, x):
         """Predict one row with only cheap checks (shape, dtype, finiteness).
 
@@ -278,7 +207,6 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
         # a sliding window forgets: the model fits the last ``window_size`` rows, so its
         # score on a whole training set is not a fit criterion
         tags.regressor_tags.poor_score = True
@@ -353,7 +281,7 @@ class QREWRLSRegressor(RegressorMixin, BaseEstimator):
         self.n_samples_seen_ += X.shape[0]
         if Y_pred is not None and y.ndim == 1:
             Y_pred = Y_pred[:, 0]
-        return self, Y_pred
+        return Y_pred
 
     def _snapshot(self):
         """A copy of the state deep enough to restore it after a failed call."""

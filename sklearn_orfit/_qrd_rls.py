@@ -6,17 +6,17 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.linalg import qr, solve_triangular
 from scipy.linalg.blas import drot
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.parallel import _threadpool_controller_decorator
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._stream import rollback_on_error, validate_stream
+from ._stream import StreamingRegressorMixin, rollback_on_error, validate_stream
 
 __all__ = ["QRDRLSRegressor"]
 
 
-class QRDRLSRegressor(RegressorMixin, BaseEstimator):
+class QRDRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Sliding-window ridge least squares with a QR-updated triangular factor (QRD-RLS).
 
     After each row ``t`` the coefficients solve the ridge problem on the window of the
@@ -122,80 +122,6 @@ class QRDRLSRegressor(RegressorMixin, BaseEstimator):
         self.forgetting_factor = forgetting_factor
 
     # ------------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Reset, then learn the rows of ``X`` in order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        self : QRDRLSRegressor
-            The fitted estimator.
-        """
-        self._partial_fit(X, y, predict=False, reset=True)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
-        """Learn the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        self : QRDRLSRegressor
-            The updated estimator.
-        """
-        self._partial_fit(X, y, predict=False, reset=False)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def prequential_predict(self, X, y):
-        """Predict each row from the state before it, then learn it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i]`` from the state after rows ``< i`` (0 before the first row of a
-            stream).
-        """
-        return self._partial_fit(X, y, predict=True, reset=False)
-
-    def predict(self, X):
-        """Predict with the current coefficients.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``X @ coef_``.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.coef_
-
     @property
     def n_window_(self):
         check_is_fitted(self)
@@ -207,10 +133,6 @@ class QRDRLSRegressor(RegressorMixin, BaseEstimator):
         d = self.n_features_in_
         return float(np.linalg.cond(self._M[:, :d]))
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags
 
     # ------------------------------------------------------------------ internals
     def _partial_fit(self, X, y, *, predict, reset):

@@ -1,4 +1,4 @@
-"""Plumbing shared by the row-recursive baselines: one validation per call, and rollback.
+"""Plumbing shared by the streaming regressors: one validation per call, rollback, API.
 
 Every public entry point validates its whole input once, before any state is touched; the
 recursions then work on copies of the state and assign them back at the end, so a call
@@ -9,9 +9,10 @@ it was.
 from contextlib import contextmanager
 
 import numpy as np
-from sklearn.utils.validation import validate_data
+from sklearn.base import _fit_context
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-__all__ = ["rollback_on_error", "validate_stream"]
+__all__ = ["StreamingRegressorMixin", "rollback_on_error", "validate_stream"]
 
 
 def validate_stream(estimator, X, y, *, reset):
@@ -66,3 +67,92 @@ def rollback_on_error(estimator):
         estimator.__dict__.clear()
         estimator.__dict__.update(saved)
         raise
+
+
+class StreamingRegressorMixin:
+    """``fit``, ``partial_fit``, ``prequential_predict`` and a linear ``predict``.
+
+    The estimator implements ``_partial_fit(X, y, *, predict, reset)``: validate the whole
+    call, learn its rows in order (after resetting when ``reset``), and return the
+    prequential predictions when ``predict`` (else ``None``). ``fit`` is that with a reset,
+    so ``fit`` and streaming ``partial_fit`` cannot disagree.
+    """
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Reset, then learn the rows of ``X`` in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        self._partial_fit(X, y, predict=False, reset=True)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y):
+        """Learn the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        self : object
+            The updated estimator.
+        """
+        self._partial_fit(X, y, predict=False, reset=False)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def prequential_predict(self, X, y):
+        """Predict each row from the state before it, then learn it (vectorised).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            ``y_pred[i]`` from the state after rows ``< i`` (0 before the first row of a
+            stream).
+        """
+        return self._partial_fit(X, y, predict=True, reset=False)
+
+    def predict(self, X):
+        """Predict with the current coefficients.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            ``X @ coef_``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.coef_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags

@@ -4,11 +4,11 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._stream import rollback_on_error, validate_stream
+from ._stream import StreamingRegressorMixin, rollback_on_error, validate_stream
 
 __all__ = ["SlidingWindowKRLSRegressor"]
 
@@ -16,7 +16,7 @@ __all__ = ["SlidingWindowKRLSRegressor"]
 _MAX_DIFF_SIZE = 2**21
 
 
-class SlidingWindowKRLSRegressor(RegressorMixin, BaseEstimator):
+class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Sliding-window kernel recursive least squares (SW-KRLS) with a Gaussian kernel.
 
     After each row the model is kernel ridge regression on the window of the last
@@ -117,63 +117,6 @@ class SlidingWindowKRLSRegressor(RegressorMixin, BaseEstimator):
         self.alpha = alpha
 
     # ------------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Reset, then learn the rows of ``X`` in order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        self : SlidingWindowKRLSRegressor
-            The fitted estimator.
-        """
-        self._partial_fit(X, y, predict=False, reset=True)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
-        """Learn the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        self : SlidingWindowKRLSRegressor
-            The updated estimator.
-        """
-        self._partial_fit(X, y, predict=False, reset=False)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def prequential_predict(self, X, y):
-        """Predict each row from the state before it, then learn it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i]`` from the state after rows ``< i`` (0 before the first row of a
-            stream).
-        """
-        return self._partial_fit(X, y, predict=True, reset=False)
-
     def predict(self, X):
         """Kernel regression on the current window.
 
@@ -224,7 +167,6 @@ class SlidingWindowKRLSRegressor(RegressorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
         # a kernel model on the last ``window_size`` rows only: with the default window
         # and length scale its score on a whole (10-feature) training set is not a fit
         # criterion (scikit-learn's check_regressors_train asks for R² > 0.5)
