@@ -15,7 +15,7 @@ import sklearn_orfit
 
 project = "sklearn-orfit"
 author = "sklearn-orfit developers"
-copyright = "sklearn-orfit developers, BSD-3-Clause"  # noqa: A001
+copyright = "sklearn-orfit developers, BSD-3-Clause"
 version = release = sklearn_orfit.__version__
 
 extensions = [

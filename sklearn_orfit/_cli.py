@@ -506,7 +506,7 @@ def main(argv=None):
     except (ValueError, OSError) as exc:  # raised by the library on input it rejects
         _error(str(exc) or type(exc).__name__)
         return 2
-    except Exception as exc:  # noqa: BLE001 — a command line reports, never dumps
+    except Exception as exc:  # a command line reports, never dumps a traceback
         if os.environ.get("SKLEARN_ORFIT_TRACEBACK"):
             raise
         _error(f"unexpected {type(exc).__name__}: {exc} (set SKLEARN_ORFIT_TRACEBACK=1 "

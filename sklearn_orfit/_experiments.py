@@ -30,14 +30,14 @@ from .datasets import make_abo_series, make_lagged
 
 __all__ = [
     "MODELS",
+    "TABLE5_CPP_MS",
     "ForecastProblem",
     "ForecastResult",
-    "TABLE5_CPP_MS",
+    "blas_threads",
     "double_descent_sweep",
     "make_forecast_model",
     "make_forecast_problem",
     "plot_double_descent",
-    "blas_threads",
     "plot_forecast",
     "progress_bar",
     "run_forecast",
@@ -399,6 +399,28 @@ def _best_of(fn, repeat):
     return best
 
 
+def _timed_chunked(rff, fresh_models, X, y):
+    """A callable that streams ``X`` through the next fresh model in one call."""
+
+    def run():
+        prequential_predict(fresh_models.pop(), rff.transform(X), y)
+
+    return run
+
+
+def _timed_one_row(rff, fresh_models, X, y):
+    """A callable that streams ``X`` through the next fresh model one row at a time."""
+
+    def run():
+        reg = fresh_models.pop()
+        for xi, yi in zip(X, y):
+            z = rff.transform_one(xi)
+            reg.predict_one(z)
+            reg.learn_one(z, yi)
+
+    return run
+
+
 def speed_sweep(dims, *, n_steps=1000, window_size=20, n_lags=7, repeat=3,
                 one_row=True, quiet=True):
     """Milliseconds per ``n_steps`` predict+update steps of RFF → QR-EWRLS for each D.
@@ -417,21 +439,14 @@ def speed_sweep(dims, *, n_steps=1000, window_size=20, n_lags=7, repeat=3,
         for D in dims:
             rff = RandomFourierFeatures(D, sigma=1.0, random_state=0).fit(Xw)
             Zw = rff.transform(Xw)
-            regs = [QREWRLSRegressor(window_size).fit(Zw, yw) for _ in range(repeat)]
             t_chunk = _best_of(
-                lambda: prequential_predict(regs.pop(), rff.transform(Xs), ys), repeat)
+                _timed_chunked(rff, [QREWRLSRegressor(window_size).fit(Zw, yw)
+                                     for _ in range(repeat)], Xs, ys), repeat)
             t_one = np.nan
             if one_row:
-                regs = [QREWRLSRegressor(window_size).fit(Zw, yw) for _ in range(repeat)]
-
-                def loop():
-                    reg = regs.pop()
-                    for xi, yi in zip(Xs, ys):
-                        z = rff.transform_one(xi)
-                        reg.predict_one(z)
-                        reg.learn_one(z, yi)
-
-                t_one = _best_of(loop, repeat)
+                t_one = _best_of(
+                    _timed_one_row(rff, [QREWRLSRegressor(window_size).fit(Zw, yw)
+                                         for _ in range(repeat)], Xs, ys), repeat)
             cpp = TABLE5_CPP_MS.get(D, np.nan)
             rows.append({"D": D, "chunked_ms": 1e3 * t_chunk, "one_row_ms": 1e3 * t_one,
                          "cpp_ms": cpp, "cpp_over_chunked": cpp / (1e3 * t_chunk)})

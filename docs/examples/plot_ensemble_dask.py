@@ -72,10 +72,11 @@ except ImportError:  # no dask: the threading backend, same code path through jo
 else:
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                       dashboard_address=None) as cluster, \
-            Client(cluster) as client:
-        with parallel_config(backend="dask"):
-            t0 = time.perf_counter()
-            parallel = run(ensemble(n_jobs=2))
+            Client(cluster) as client, parallel_config(backend="dask"):
+        t0 = time.perf_counter()
+        parallel = run(ensemble(n_jobs=2))
+        n_workers = len(client.scheduler_info()["workers"])
+    print(f"dask cluster with {n_workers} workers")
     backend = "dask"
 print(f"{backend}: {time.perf_counter() - t0:.2f} s")
 print("largest difference between the two runs:", np.max(np.abs(parallel - serial)))

@@ -23,7 +23,10 @@ from sklearn_orfit import (
     make_streaming_pipeline,
 )
 from sklearn_orfit.datasets import load_electricity_demand, make_lagged
-from sklearn_orfit.model_selection import make_prequential_scorer, validation_test_splits
+from sklearn_orfit.model_selection import (
+    make_prequential_scorer,
+    validation_test_splits,
+)
 
 demand = load_electricity_demand().data[:1500]
 z = RecursiveStandardScaler().prequential_transform(np.diff(demand)[:, None]).ravel()
