@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._givens import GivensWindow
 from ._stream import StreamingRegressorMixin
 from ._validation import check_one_row, check_one_target
-from ._window_solvers import GRAM_KAPPA_MAX, lstsq_stack, solve_normal_stack
+from ._window_solvers import GRAM_KAPPA_MAX, _probes, lstsq_stack, solve_normal_stack
 
 __all__ = ["QREWRLSRegressor"]
 
@@ -473,7 +473,8 @@ class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         beta = None
         if self.solver == "auto":
             if self._K is not None:
-                S = self._K * np.outer(sw, sw)
+                S = self._K * sw
+                S *= sw[:, None]
                 rhs = Yw
             else:
                 Wz = self._Z * (sw * sw)[:, None]
@@ -533,28 +534,29 @@ def _cho_solve_checked(S, rhs, pad=None):
 
     The single-window twin of :func:`solve_normal_stack`: ``pad`` rows (ring slots not yet
     written) are decoupled (given the mean diagonal, so they do not distort the estimate);
-    any other zero diagonal, or a condition number (LAPACK ``pocon``) above
-    :data:`GRAM_KAPPA_MAX`, returns ``None``.
+    any other zero diagonal, a failed Cholesky factorisation, or a condition estimate
+    above :data:`GRAM_KAPPA_MAX`, returns ``None``.
     """
     diag = S.diagonal()
-    empty = diag <= 0.0
-    if pad is None:
-        if empty.any():
+    if diag.min() <= 0.0:
+        empty = diag <= 0.0
+        if pad is None or (empty & ~pad).any():
             return None
-    elif (empty & ~pad).any():
-        return None
-    if empty.any():
         S, rhs = S.copy(), rhs.copy()
         fill = diag[~empty].mean() if (~empty).any() else 1.0
         S[empty, :] = 0.0
         S[:, empty] = 0.0
         S[empty, empty] = fill
         rhs[empty] = 0.0
-    anorm = np.abs(S).sum(axis=0).max()
     L, info = lapack.dpotrf(S, lower=1, clean=0)
     if info != 0:
         return None
-    rcond, info = lapack.dpocon(L, anorm, uplo="L")
-    if info != 0 or not rcond * GRAM_KAPPA_MAX >= 1.0:
+    # one triangular solve for the right-hand side and the two fixed probes v of
+    # solve_normal_stack: κ(S) ≈ ‖S‖_F · max_v ‖S⁻¹v‖ (the same estimate as the batched path)
+    c = rhs.shape[1]
+    sol, info = lapack.dpotrs(L, np.hstack([rhs, _probes(S.shape[0])]), lower=1)
+    u = sol[:, c:]
+    kappa = np.sqrt((S * S).sum() * (u * u).sum(axis=0).max())
+    if info != 0 or not kappa <= GRAM_KAPPA_MAX:
         return None
-    return lapack.dpotrs(L, rhs, lower=1)[0]
+    return sol[:, :c]

@@ -4,6 +4,7 @@ Every public entry point validates its whole input once, before any state is tou
 so a rejected call leaves the estimator exactly as it was.
 """
 
+import math
 import numbers
 
 import numpy as np
@@ -44,7 +45,7 @@ def check_one_row(x, *, n_features, dtype=np.float64):
             f"x has shape {x.shape} but this estimator expects one row of "
             f"{n_features} features."
         )
-    if not np.isfinite(x.sum()):
+    if not math.isfinite(x.sum()):  # NaN and ±inf propagate into the sum
         raise ValueError("x contains NaN or infinity.")
     return x
 
@@ -66,7 +67,7 @@ def check_one_target(y, *, n_targets):
     """
     if isinstance(y, numbers.Real) and n_targets is None:
         yv = float(y)
-        if not np.isfinite(yv):
+        if not math.isfinite(yv):
             raise ValueError("y contains NaN or infinity.")
         return np.array([yv])
     try:
@@ -76,6 +77,6 @@ def check_one_target(y, *, n_targets):
     expected = 1 if n_targets is None else n_targets
     if y.shape[0] != expected:
         raise ValueError(f"y has {y.shape[0]} values but {expected} target(s) expected.")
-    if not np.isfinite(y.sum()):
+    if not math.isfinite(y.sum()):
         raise ValueError("y contains NaN or infinity.")
     return y
