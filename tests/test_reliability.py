@@ -148,3 +148,60 @@ def test_concurrent_predict_equals_sequential(est):
         concurrent = list(pool.map(lambda b: output(est, b), batches))
     for s, c in zip(sequential, concurrent):
         np.testing.assert_array_equal(s, c)
+
+
+REGRESSORS = [e for e in ESTIMATORS if is_regressor(e)]
+REG_IDS = [i for e, i in zip(ESTIMATORS, IDS) if is_regressor(e)]
+
+
+def degenerate(kind, n=70, d=5, seed=1):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    if kind == "zero_rows":
+        X[::4] = 0.0
+    elif kind == "repeated_row":
+        X[10:50] = X[10]
+    elif kind == "rank_one":
+        X = np.outer(rng.normal(size=n), rng.normal(size=d))
+    elif kind == "tiny":
+        X *= 1e-150
+    elif kind == "huge":
+        X *= 1e150
+    return X, np.sin(X.sum(axis=1) / max(1.0, np.abs(X).max())) + rng.normal(size=n)
+
+
+@pytest.mark.parametrize("kind", ["zero_rows", "repeated_row", "rank_one", "tiny", "huge"])
+@pytest.mark.parametrize("est", REGRESSORS, ids=REG_IDS)
+def test_degenerate_streams_stay_finite_or_fail_clearly(est, kind):
+    X, y = degenerate(kind)
+    est = clone(est)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # e.g. ORFit's documented SpannedBatchWarning
+        try:
+            y_pred = so.prequential_predict(est, X, y)
+        except ValueError as exc:  # a clear error is allowed, never a silent NaN
+            assert str(exc)
+            return
+        assert np.all(np.isfinite(y_pred)), "non-finite prequential predictions"
+        assert np.all(np.isfinite(est.predict(X[:5])))
+
+
+@pytest.mark.parametrize("est", REGRESSORS, ids=REG_IDS)
+def test_chunking_does_not_change_prequential_predictions(est):
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    X, y = stream(60)
+    whole = so.prequential_predict(clone(est), X, y)
+    scale = max(1.0, np.abs(whole).max())
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(cuts=st.lists(st.integers(1, 59), max_size=4, unique=True))
+    def check(cuts):
+        other, bounds = clone(est), [0, *sorted(cuts), 60]
+        parts = [so.prequential_predict(other, X[a:b], y[a:b]) for a, b in zip(bounds, bounds[1:])]
+        np.testing.assert_allclose(np.concatenate(parts), whole, rtol=0, atol=1e-10 * scale)
+
+    check()
