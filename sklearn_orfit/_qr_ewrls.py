@@ -300,6 +300,12 @@ class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         return self._Z[order], self._Y[order]
 
     def _learn_windows(self, X, Y, *, predict):
+        if X.shape[0] == 1:
+            # one row: the single-observation update (same mathematics, less set-up)
+            Y_pred = X @ self.coef_.reshape(X.shape[1], -1) if predict else None
+            self._push(X, Y)
+            self._set_coef_one()
+            return Y_pred
         Y_pred = np.empty_like(Y) if predict else None
         for start in range(0, X.shape[0], _BLOCK):
             stop = min(start + _BLOCK, X.shape[0])
