@@ -228,6 +228,7 @@ class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         self._pos = 0  # the slot the next row is written to (= the oldest row's slot)
         # sqrt weights oldest-first: sqrt(λ^(N-1-i)), i = 0 .. N-1
         self._sqrt_w = np.sqrt(self.forgetting_factor) ** np.arange(N - 1, -1, -1)
+        self.__dict__.pop("_sqrt_w_ring", None)
         # dual route: Gram matrix of the ring, K[s, r] = <Z[s], Z[r]>
         self._K = np.zeros((N, N)) if n_features >= N and self.solver == "auto" else None
         self.coef_ = np.zeros(n_features if y_ndim == 1 else (n_features, n_targets))
@@ -517,8 +518,13 @@ class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
 
     def _ring_sqrt_w(self):
         """sqrt weight of each ring slot: slot ``s`` holds window position ``(s − pos) % N``."""
-        w, cut = self._sqrt_w, self.window_size - self._pos
-        return np.concatenate((w[cut:], w[:cut]))
+        table = self.__dict__.get("_sqrt_w_ring")
+        if table is None:
+            # row ``pos`` of an N×N table (built once; the single-row path reads it per row)
+            N = self.window_size
+            idx = (np.arange(N)[None, :] - np.arange(N)[:, None]) % N
+            table = self._sqrt_w_ring = self._sqrt_w[idx]
+        return table[self._pos]
 
     def _window_singular_values(self):
         check_is_fitted(self)
@@ -562,7 +568,8 @@ def _cho_solve_checked(S, rhs, pad=None):
     c = rhs.shape[1]
     sol, info = lapack.dpotrs(L, np.hstack([rhs, _probes(S.shape[0])]), lower=1)
     u = sol[:, c:]
-    kappa = np.sqrt((S * S).sum() * (u * u).sum(axis=0).max())
+    flat = S.ravel()
+    kappa = np.sqrt((flat @ flat) * (u * u).sum(axis=0).max())
     if info != 0 or not kappa <= GRAM_KAPPA_MAX:
         return None
     return sol[:, :c]
