@@ -12,7 +12,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ._givens import GivensWindow
 from ._stream import StreamingRegressorMixin
 from ._validation import check_one_row, check_one_target
-from ._window_solvers import GRAM_KAPPA_MAX, _probes, lstsq_stack, solve_normal_stack
+from ._window_solvers import (
+    GRAM_KAPPA_MAX,
+    _probes,
+    lstsq_stack,
+    sliding_lstsq,
+    solve_normal_stack,
+)
 
 __all__ = ["QREWRLSRegressor"]
 
@@ -49,11 +55,14 @@ class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
           come from a few matrix products over the whole call, and the small ``N×N``
           (``D ≥ N``) or ``D×D`` (``D < N``) systems are solved together; a window whose
           Gram matrix is worse conditioned than ``1e6`` (``κ(W½Z) ≳ 1e3``), or that holds
-          an all-zero row, is recomputed on the orthogonal route, which costs
-          ``O(N²·D)`` for that window: streams whose windows are all that ill-conditioned
-          (tiny ``sigma``, large ``window_size``, ``alpha=0``) run much slower, and
-          ``alpha > 0`` keeps them on the fast route. Nothing is carried between windows,
-          so nothing drifts.
+          an all-zero row, is recomputed on the orthogonal route (the same cut-off as
+          :func:`numpy.linalg.lstsq`): for ``D ≥ N`` a QR factorisation of the transposed
+          window slid from one such window to the next (``O(N·D)`` per row plus an
+          ``O(N³)`` SVD, refactorised from scratch every ``N`` rows), for ``D < N`` a QR
+          of the window. Streams whose windows are all ill-conditioned (tiny ``sigma``,
+          large ``window_size``, ``alpha=0``) are therefore slower, not wrong;
+          ``alpha > 0`` keeps them on the fast route. The fast route carries nothing
+          between windows, so nothing drifts.
         * ``"svd"`` — every window on the orthogonal route (QR + SVD of the window, the
           same cut-off as :func:`numpy.linalg.lstsq`). Slowest, most accurate at ``D ≈ N``.
         * ``"givens"`` — the ABO paper's recursion (Algorithm 1): a QR factorisation of
@@ -351,17 +360,31 @@ class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
             coef = beta[b]
         idx = np.flatnonzero(flagged)
         if idx.size:
-            # orthogonal route on the flagged windows, in blocks to bound memory
-            for chunk in np.array_split(idx, max(1, idx.size // 64)):
-                A = self._windows_rows(Z_old, Z_new, chunk) * sw[None, :, None]
-                beta, _ = lstsq_stack(A, Yw[chunk], alpha=float(self.alpha))
-                pred_rows = chunk[chunk < b]
-                if predict and pred_rows.size:
-                    Y_pred[pred_rows] = np.einsum(
-                        "jd,jdc->jc", Z_new[pred_rows], beta[: pred_rows.size]
-                    )
-                if chunk[-1] == b:
-                    coef = beta[-1]
+            # orthogonal route on the flagged windows
+            if self.solver == "svd" or not dual:
+                # every window from scratch (QR + SVD), in blocks to bound memory
+                betas = [
+                    lstsq_stack(
+                        self._windows_rows(Z_old, Z_new, chunk) * sw[None, :, None],
+                        Yw[chunk],
+                        alpha=float(self.alpha),
+                    )[0]
+                    for chunk in np.array_split(idx, max(1, idx.size // 64))
+                ]
+                beta = np.concatenate(betas)
+            else:
+                # D ≥ N, runs of ill-conditioned windows: slide one QR factorisation of
+                # the transposed window, O(N·D) a row instead of O(N²·D)
+                rows = np.concatenate([Z_old, Z_new])
+                beta = sliding_lstsq(
+                    rows, Yw, idx, window_size=N, sqrt_w=sw,
+                    forgetting_factor=self.forgetting_factor, alpha=float(self.alpha),
+                )
+            pred_rows = idx[idx < b]
+            if predict and pred_rows.size:
+                Y_pred[pred_rows] = np.einsum("jd,jdc->jc", Z_new[pred_rows], beta[: pred_rows.size])
+            if idx[-1] == b:
+                coef = beta[-1]
             self.n_orthogonal_windows_ += int(idx.size)
 
         # commit the new window state (the last N rows of E)

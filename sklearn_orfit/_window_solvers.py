@@ -21,6 +21,7 @@ No state is carried from one window to the next, so nothing drifts over long str
 """
 
 import numpy as np
+from scipy.linalg.blas import dnrm2 as _nrm2
 
 __all__ = ["GRAM_KAPPA_MAX", "solve_normal_stack", "lstsq_stack"]
 
@@ -156,3 +157,120 @@ def lstsq_stack(A, Y, *, alpha=0.0):
             f = np.where(s > cut, 1.0 / s, 0.0)
     beta = V @ (f[:, :, None] * (np.swapaxes(U, 1, 2) @ Y))
     return beta, s
+
+
+class SlidingQR:
+    """Economic QR of the transposed window, slid one row at a time (orthogonal route).
+
+    For the window ``Ã = W½ Z`` (``N`` rows, oldest first) it keeps ::
+
+        Ãᵀ = Qᵀ_rows · R        Qt (N×D) orthonormal rows, R (N×N) upper triangular
+
+    so that ``Ã = Rᵀ Qt`` and, with ``R = U S Vᵀ``, ``pinv(Ã) = Qtᵀ U S⁺ Vᵀ`` — the
+    singular values of ``Ã`` are those of ``R``, and the cut-off is :func:`lstsq_stack`'s.
+    Sliding (drop the oldest row, age the others by ``√λ``, append the new one) costs
+    ``O(N·D)``: Givens rotations restore ``R`` after its first column is removed (applied
+    to the rows of ``Qt``), the new row is orthogonalised against ``Qt`` twice (classical
+    Gram–Schmidt with reorthogonalisation). Every ``N`` slides the factorisation is
+    recomputed from the window (``O(N²·D)``), so rounding cannot accumulate.
+    """
+
+    def __init__(self, A):
+        self.refactor(A)
+
+    def refactor(self, A):
+        # Ãᵀ = Q R (numpy's Householder QR), Qt = Qᵀ
+        Q, self.R = np.linalg.qr(A.T)
+        self.Qt = np.ascontiguousarray(Q.T)
+        self.slides = 0
+
+    def slide(self, a, sqrt_lam):
+        """Drop the oldest row, scale the others by ``√λ``, append ``a`` (weight 1)."""
+        R, Qt = self.R, self.Qt
+        n = R.shape[0]
+        # R[:, 1:] is upper Hessenberg: rotations (i, i+1) zero its subdiagonal;
+        # the same rotations applied to the rows of Qt keep Ãᵀ = Qtᵀ R
+        H = R[:, 1:].copy()
+        for i in range(n - 1):
+            x, y = H[i, i], H[i + 1, i]
+            if y == 0.0:
+                continue
+            r = np.hypot(x, y)
+            c, s = x / r, y / r
+            Hi, Hj = H[i, i:].copy(), H[i + 1, i:]
+            H[i, i:] = c * Hi + s * Hj
+            H[i + 1, i:] = c * Hj - s * Hi
+            Qi = Qt[i].copy()
+            Qt[i] = c * Qi + s * Qt[i + 1]
+            Qt[i + 1] = c * Qt[i + 1] - s * Qi
+        # the last row of H is now zero: drop it (and the last row of Qt)
+        R_keep = H[: n - 1] * sqrt_lam
+        Q_keep = Qt[: n - 1]
+        # classical Gram–Schmidt with reorthogonalisation (DGKS): a = Qtᵀ r + ρ q, q ⊥ Qt;
+        # repeat while a pass removes more than half of what is left
+        norm_a = _nrm2(a)  # BLAS nrm2 scales: no overflow for huge rows
+        r = np.zeros(n - 1)
+        v, norm_prev = a, norm_a
+        for _ in range(4):
+            rr = Q_keep @ v
+            v = v - rr @ Q_keep
+            r += rr
+            rho = _nrm2(v)
+            if rho > 0.5 * norm_prev:
+                break
+            norm_prev = rho
+        if rho > np.finfo(float).eps * max(n, a.shape[0]) * norm_a:
+            q = v / rho
+        else:
+            # a is in the span to rounding (below lstsq's cut-off): ρ = 0 and any unit
+            # vector ⊥ Qt keeps the factorisation; take the coordinate axis least
+            # represented in Qt, orthogonalised twice
+            e = np.zeros_like(a)
+            e[np.argmin((Q_keep * Q_keep).sum(axis=0))] = 1.0
+            e -= (Q_keep @ e) @ Q_keep
+            e -= (Q_keep @ e) @ Q_keep
+            q, rho = e / np.sqrt(e @ e), 0.0
+        self.R = np.zeros((n, n))
+        self.R[: n - 1, : n - 1] = R_keep
+        self.R[: n - 1, n - 1] = r
+        self.R[n - 1, n - 1] = rho
+        self.Qt = np.vstack([Q_keep, q])
+        self.slides += 1
+
+    def solve(self, Yw, *, alpha):
+        """``lstsq([Ã; √α I], [Ỹ; 0])`` from the factors, ``O(N³ + N·D)``."""
+        n, D = self.R.shape[0], self.Qt.shape[1]
+        U, s, Vt = np.linalg.svd(self.R)
+        if alpha > 0.0:
+            f = s / (s * s + alpha)
+        else:
+            cut = np.finfo(np.float64).eps * max(n, D) * (s[0] if s.size else 0.0)
+            with np.errstate(divide="ignore"):
+                f = np.where(s > cut, 1.0 / s, 0.0)
+        # Ã = Rᵀ Qt = V S Uᵀ Qt  ⇒  pinv(Ã) = Qtᵀ U S⁺ Vᵀ
+        return self.Qt.T @ (U @ (f[:, None] * (Vt @ Yw)))
+
+
+def sliding_lstsq(rows, Yw, windows, *, window_size, sqrt_w, forgetting_factor, alpha):
+    """Orthogonal-route solutions of the windows ``windows`` (sorted) of ``rows``.
+
+    Window ``j`` is ``rows[j : j + N]`` weighted by ``sqrt_w``; ``Yw[j]`` its weighted
+    targets. Consecutive windows (gaps shorter than ``N``) are reached by sliding a
+    :class:`SlidingQR`; a longer gap, or ``N`` slides, refactorises from scratch.
+
+    Returns
+    -------
+    beta : ndarray of shape (len(windows), D, n_targets)
+    """
+    N = window_size
+    sqrt_lam = float(np.sqrt(forgetting_factor))
+    out = np.empty((len(windows), rows.shape[1], Yw.shape[2]))
+    qr, at = None, None
+    for k, j in enumerate(windows):
+        if qr is None or j - at > N or qr.slides + (j - at) > N:
+            qr, at = SlidingQR(rows[j : j + N] * sqrt_w[:, None]), j
+        while at < j:
+            at += 1
+            qr.slide(rows[at + N - 1], sqrt_lam)
+        out[k] = qr.solve(Yw[j], alpha=alpha)
+    return out
