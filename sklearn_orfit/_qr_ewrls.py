@@ -487,12 +487,12 @@ class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         """Write one row into the ring (and the ring's Gram matrix)."""
         s = self._pos
         z = Z_new[0]
+        self._Z[s] = z
         if self._K is not None:
+            # K[s, r] = <z, Z[r]> for every slot, itself included
             k = self._Z @ z
-            k[s] = z @ z
             self._K[s, :] = k
             self._K[:, s] = k
-        self._Z[s] = z
         self._Y[s] = Y_new[0]
         self._pos = (s + 1) % self.window_size
 
@@ -518,12 +518,14 @@ class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
                 pad = ((np.arange(N) - self._pos) % N) < N - (self.n_samples_seen_ + 1)
             sol = _cho_solve_checked(S, rhs, pad=pad)
             if sol is not None:
-                beta = self._Z.T @ (sol * sw[:, None]) if self._K is not None else sol
+                # dual: β = Zᵀ W½ c
+                beta = (sol * sw[:, None]).T @ self._Z if self._K is not None else sol.T
         if beta is None:
             A = (self._Z * sw[:, None])[None]
-            beta = lstsq_stack(A, Yw[None], alpha=float(self.alpha))[0][0]
+            beta = lstsq_stack(A, Yw[None], alpha=float(self.alpha))[0][0].T
             self.n_orthogonal_windows_ += 1
-        self.coef_ = beta.reshape(self.coef_.shape)
+        # beta is (n_targets, D): a 1-D target gives the row itself, without a copy
+        self.coef_ = beta[0] if self._n_targets is None else beta.T
 
     # ------------------------------------------------------------------ "givens"
     def _learn_givens(self, X, Y, *, predict=False):
@@ -583,16 +585,21 @@ def _cho_solve_checked(S, rhs, pad=None):
         S[:, empty] = 0.0
         S[empty, empty] = fill
         rhs[empty] = 0.0
-    L, info = lapack.dpotrf(S, lower=1, clean=0)
+    flat = S.ravel()
+    norm2 = flat @ flat  # ‖S‖_F², before S is factorised in place
+    # S is symmetric, so Sᵀ — Fortran-ordered — is S: LAPACK works on it without a copy
+    L, info = lapack.dpotrf(S.T, lower=1, clean=0, overwrite_a=1)
     if info != 0:
         return None
     # one triangular solve for the right-hand side and the two fixed probes v of
     # solve_normal_stack: κ(S) ≈ ‖S‖_F · max_v ‖S⁻¹v‖ (the same estimate as the batched path)
-    c = rhs.shape[1]
-    sol, info = lapack.dpotrs(L, np.hstack([rhs, _probes(S.shape[0])]), lower=1)
-    u = sol[:, c:]
-    flat = S.ravel()
-    kappa = np.sqrt((flat @ flat) * (u * u).sum(axis=0).max())
+    n, c = rhs.shape
+    buf = np.empty((n, c + 2), order="F")
+    buf[:, :c] = rhs
+    buf[:, c:] = _probes(n)
+    sol, info = lapack.dpotrs(L, buf, lower=1, overwrite_b=1)
+    u, v = sol[:, c], sol[:, c + 1]
+    kappa = np.sqrt(norm2 * max(u @ u, v @ v))
     if info != 0 or not kappa <= GRAM_KAPPA_MAX:
         return None
     return sol[:, :c]
