@@ -33,6 +33,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._stream import LinearPredictMixin, OneRowPredictMixin
 from ._validation import check_one_row, check_one_target
 
 __all__ = ["ORFitRegressor", "SpannedBatchWarning"]
@@ -54,7 +55,7 @@ class SpannedBatchWarning(UserWarning):
     """
 
 
-class ORFitRegressor(RegressorMixin, BaseEstimator):
+class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, BaseEstimator):
     """One-pass linear regression by orthogonal recursive fitting (ORFit).
 
     Learns ``f(x) = xᵀW`` from a stream. Each batch (a single row is a batch of one) is
@@ -289,40 +290,6 @@ class ORFitRegressor(RegressorMixin, BaseEstimator):
         """
         return self._learn(X, y, reset=False, batch_size=1, predict=True)[1]
 
-    def predict(self, X):
-        """Predict with the current weights.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``X @ coef_``.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.coef_
-
-    def predict_one(self, x):
-        """Predict one row with only cheap checks (shape, dtype, finiteness).
-
-        Parameters
-        ----------
-        x : array-like of shape (n_features,)
-            One row.
-
-        Returns
-        -------
-        y_pred : float or ndarray of shape (n_targets,)
-            ``x @ coef_``.
-        """
-        check_is_fitted(self)
-        x = check_one_row(x, n_features=self.n_features_in_)
-        return x @ self.coef_
-
     def learn_one(self, x, y):
         """Learn one row with only cheap checks (shape, dtype, finiteness).
 
@@ -352,7 +319,6 @@ class ORFitRegressor(RegressorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
         # A one-pass interpolating learner: on data with more rows than features (the
         # generic test data) the unlimited memory fills up and learning stops.
         tags.regressor_tags.poor_score = True

@@ -5,13 +5,12 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.linalg import lapack
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.exceptions import NotFittedError
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._givens import GivensWindow
-from ._stream import StreamingRegressorMixin
-from ._validation import check_one_row, check_one_target
+from ._stream import OneRowPredictMixin, StreamingRegressorMixin
+from ._validation import check_fitted_fast, check_one_row, check_one_target
 from ._window_solvers import (
     GRAM_KAPPA_MAX,
     _probes,
@@ -27,7 +26,7 @@ __all__ = ["QREWRLSRegressor"]
 _BLOCK = 1024
 
 
-class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
+class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Sliding-window, exponentially weighted, minimum-norm recursive least squares.
 
     After each row ``t`` the coefficients are the oracle solution of SPEC §2 on the
@@ -148,23 +147,6 @@ class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         self.solver = solver
 
     # ------------------------------------------------------------------ public API
-    def predict_one(self, x):
-        """Predict one row with only cheap checks (shape, dtype, finiteness).
-
-        Parameters
-        ----------
-        x : array-like of shape (n_features,)
-            One row.
-
-        Returns
-        -------
-        y_pred : float or ndarray of shape (n_targets,)
-            ``x @ coef_``.
-        """
-        _check_fitted_fast(self)
-        x = check_one_row(x, n_features=self.n_features_in_)
-        return x @ self.coef_
-
     def learn_one(self, x, y):
         """Learn one row with only cheap checks (shape, dtype, finiteness).
 
@@ -184,7 +166,7 @@ class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         self : QREWRLSRegressor
             The updated estimator.
         """
-        _check_fitted_fast(self)
+        check_fitted_fast(self)
         x = check_one_row(x, n_features=self.n_features_in_)
         yv = check_one_target(y, n_targets=self._n_targets)
         if self.solver == "givens":
@@ -555,15 +537,6 @@ class QREWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         sw = self._ring_sqrt_w()
         return np.linalg.svd(self._Z * sw[:, None], compute_uv=False)
-
-
-def _check_fitted_fast(estimator):
-    """``check_is_fitted`` for the single-observation path: one attribute lookup."""
-    if "coef_" not in estimator.__dict__:
-        raise NotFittedError(
-            f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' or "
-            "'partial_fit' with appropriate arguments before using this estimator."
-        )
 
 
 def _cho_solve_checked(S, rhs, pad=None):

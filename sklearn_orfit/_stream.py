@@ -12,7 +12,15 @@ import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-__all__ = ["StreamingRegressorMixin", "rollback_on_error", "validate_stream"]
+from ._validation import check_fitted_fast, check_one_row
+
+__all__ = [
+    "LinearPredictMixin",
+    "OneRowPredictMixin",
+    "StreamingRegressorMixin",
+    "rollback_on_error",
+    "validate_stream",
+]
 
 
 def validate_stream(estimator, X, y, *, reset):
@@ -69,8 +77,55 @@ def rollback_on_error(estimator):
         raise
 
 
-class StreamingRegressorMixin:
-    """``fit``, ``partial_fit``, ``prequential_predict`` and a linear ``predict``.
+class LinearPredictMixin:
+    """``predict = X @ coef_`` with scikit-learn's validation; multi-output targets."""
+
+    def predict(self, X):
+        """Predict with the current coefficients.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            ``X @ coef_``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        return X @ self.coef_
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+
+class OneRowPredictMixin:
+    """``predict_one``: the single-observation path of a linear model (``x @ coef_``)."""
+
+    def predict_one(self, x):
+        """Predict one row with only cheap checks (shape, dtype, finiteness).
+
+        Parameters
+        ----------
+        x : array-like of shape (n_features,)
+            One row.
+
+        Returns
+        -------
+        y_pred : float or ndarray of shape (n_targets,)
+            ``x @ coef_``.
+        """
+        check_fitted_fast(self)
+        x = check_one_row(x, n_features=self.n_features_in_)
+        return x @ self.coef_
+
+
+class StreamingRegressorMixin(LinearPredictMixin):
+    """``fit``, ``partial_fit``, ``prequential_predict``, and a linear ``predict``.
 
     The estimator implements ``_partial_fit(X, y, *, predict, reset)``: validate the whole
     call, learn its rows in order (after resetting when ``reset``), and return the
@@ -134,25 +189,3 @@ class StreamingRegressorMixin:
             stream).
         """
         return self._partial_fit(X, y, predict=True, reset=False)
-
-    def predict(self, X):
-        """Predict with the current coefficients.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``X @ coef_``.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return X @ self.coef_
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.target_tags.multi_output = True
-        return tags

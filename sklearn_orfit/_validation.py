@@ -8,8 +8,9 @@ import math
 import numbers
 
 import numpy as np
+from sklearn.exceptions import NotFittedError
 
-__all__ = ["check_one_row", "check_one_target"]
+__all__ = ["check_fitted_fast", "check_one_row", "check_one_target"]
 
 
 def check_one_row(x, *, n_features, dtype=np.float64):
@@ -80,3 +81,12 @@ def check_one_target(y, *, n_targets):
     if not math.isfinite(y.sum()):
         raise ValueError("y contains NaN or infinity.")
     return y
+
+
+def check_fitted_fast(estimator):
+    """``check_is_fitted`` for the single-observation path: one attribute lookup."""
+    if "coef_" not in estimator.__dict__:
+        raise NotFittedError(
+            f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' or "
+            "'partial_fit' with appropriate arguments before using this estimator."
+        )
