@@ -1,27 +1,43 @@
-"""Orthogonal recursive fitting (ORFit, SPEC §3): one-pass learning of a linear model.
+"""Orthogonal recursive fitting (ORFit): one-pass learning of a linear model.
+
+Reference: Min, Ahn and Azizan, "One-Pass Learning via Bridging Orthogonal Gradient
+Descent and Recursive Least-Squares", CDC 2022 — §3 (Algorithms 1–4: the orthogonal step,
+the incremental-PCA memory, batches) and §4.1 (cost); the user guide's ORFit chapter.
 
 Notation (row convention, as stored): a batch ``X_b`` (``n×p``) with targets ``Y_b``
-(``n×c``); weights ``W`` (``p×c``); memory ``M = Uᵀ`` (``k×p``, orthonormal rows) with
-singular values ``Σ`` (``k``). In the paper's column convention ``G = X_bᵀ``.
+(``n×c``); weights ``W`` (``p×c``); memory basis ``B = Uᵀ`` (``k×p``, orthonormal rows);
+``X_past`` the ``N`` rows learned so far. In the paper's column convention ``G = X_bᵀ``.
 
-One step (``_orfit_step``)::
+One step (``_step``)::
 
     R  = X_b W − Y_b                         residual of the batch before the step
-    C  = X_b Mᵀ,   X̃ = X_b − C M             projection out of the memory  (G̃ = X̃ᵀ)
-    X̃  = V S Qᵀ                               thin SVD; rank r by a relative cut-off
+    C  = X_b Bᵀ,   X̃ = X_b − C B             projection out of the memory  (G̃ = X̃ᵀ),
+                                             classical Gram–Schmidt, reorthogonalised
+                                             once when needed (DGKS)
+    X̃  = V S Qᵀ                               rank r by a relative cut-off (a single row:
+                                             V = 1, S = ‖x̃‖, Qᵀ = x̃/‖x̃‖, no SVD)
     W ← W − Q S⁻¹ Vᵀ R                       = W − G̃ (GᵀG̃)⁺ R, because GᵀG̃ = G̃ᵀG̃
 
-    invariants:  M ΔW = 0                     (predictions on the memory's span kept)
+    invariants:  B ΔW = 0                     (predictions on the memory's span kept)
                  X_b W_new = Y_b − (I − V Vᵀ) R   (= Y_b unless the batch is spanned)
 
-Memory update, ``"pca"`` (sequential Karhunen–Loève)::
+Memory while it has room (always with ``memory_size=None``; ``O(p·k·n)``, no SVD)::
 
-    K  = [[Σ, Cᵀ], [0, S Vᵀ]]                ((k+r)×(k+n));  S Vᵀ = G_orthᵀ G
-    K  = Ũ Σ̃ Ṽᵀ,   M ← (Ũᵀ [M; Qᵀ])[:m],   Σ ← Σ̃[:m]
+    B ← [B; Qᵀ]                              Gram–Schmidt growth (X_b = [C, V S] [B; Qᵀ])
+    L ← [[L, 0], [C, V S]]                   "pca" only: coordinates of the past rows
 
-    invariant (no truncation):  Mᵀ diag(Σ)² M = X_pastᵀ X_past
+    invariant:  X_pastᵀ X_past = Bᵀ LᵀL B     (L is N'×k; the QR of L compresses it to a
+                                             k×k triangle when spanned rows pile up)
 
-``"latest"`` and ``"random"`` instead append ``Qᵀ`` to ``M`` and keep ``m`` rows.
+so the PCA of the past rows is the SVD of the small ``L = Z Σ Aᵀ``: ``components_ = Aᵀ B``,
+``singular_values_ = Σ``, computed on access only. The three policies store the same ``B``.
+
+Memory when it would exceed ``m`` directions (incremental PCA, sequential Karhunen–Loève)::
+
+    K  = [[L, 0], [C, V S]]ᵀ                 (Lᵀ = diag(Σ) once the memory is full)
+    K  = Ũ Σ̃ Ṽᵀ,   B ← (Ũᵀ [B; Qᵀ])[:m],   Σ ← Σ̃[:m],   L ← diag(Σ)
+
+``"latest"`` and ``"random"`` instead keep ``m`` rows of ``[B; Qᵀ]``.
 """
 
 import warnings
@@ -39,8 +55,8 @@ from ._validation import check_one_row, check_one_target
 __all__ = ["ORFitRegressor", "SpannedBatchWarning"]
 
 _EPS = np.finfo(np.float64).eps
-# Re-project a row when the first projection removed more than 1 − 1/√2 of its norm
-# ("twice is enough", Kahan–Parlett): then X̃ is orthogonal to M to working precision.
+# Re-project a row whose projection kept less than 1/√2 of its norm (the DGKS criterion,
+# "twice is enough", Kahan–Parlett): then X̃ is orthogonal to B to working precision.
 _REORTH = 1.0 / np.sqrt(2.0)
 
 
@@ -88,8 +104,9 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
         * ``"random"`` — ``m`` directions drawn uniformly without replacement from the
           current memory and the new ones, with ``random_state``.
 
-        With ``memory_size=None`` the three policies store the same span, so they give
-        the same coefficients up to rounding; only the basis differs.
+        With ``memory_size=None`` the three policies store the same basis and give the
+        same coefficients; only the exposed ``components_`` and ``singular_values_``
+        differ.
     batch_size : int or None, default=1
         Rows per step in :meth:`fit` (``1`` is the per-datapoint algorithm; ``None``
         learns all of ``X`` as one batch). :meth:`partial_fit` always learns the rows of
@@ -116,7 +133,10 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
         ``Uᵀ`` in the paper's notation (scikit-learn's convention, as in
         :class:`~sklearn.decomposition.IncrementalPCA`). ``n_components ≤ memory_size``.
         For ``"pca"`` ordered by decreasing singular value; for ``"latest"`` and
-        ``"random"`` in the order they were added.
+        ``"random"`` in the order they were added. The stored basis is the same for the
+        three policies while nothing is truncated; the ``"pca"`` rotation of it is
+        computed when the attribute is read (see Notes), and a bounded memory is kept in
+        PCA form once it has been truncated.
     singular_values_ : ndarray of shape (n_components,)
         For ``"pca"``, the singular values of the incremental PCA (exact singular values
         of all past rows as long as nothing was truncated). For ``"latest"`` and
@@ -137,14 +157,26 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
 
     Notes
     -----
-    Cost per step for a batch of ``n`` rows with ``k`` stored directions: the projection
-    ``O(p·k·n)`` (doubled when re-projection is needed), the thin SVD of ``X̃``
-    ``O(p·n²)``, the weight update ``O(p·n·c)``; the ``"pca"`` memory update adds the
-    SVD of the small ``(k+r)×(k+n)`` matrix ``O((k+n)³)`` and one ``(m×(k+r))`` by
-    ``((k+r)×p)`` matrix product, ``O((m+n)²·p)`` in all, as in the paper.
-    ``"latest"`` and ``"random"`` copy the kept rows, ``O(m·p)``. With
-    ``memory_size=None`` and ``"pca"``, ``k`` grows with the stream and so does the
-    cost; ``"latest"`` then only appends.
+    **Cost.** A step on a batch of ``n`` rows with ``k`` stored directions: the
+    projection ``C = X_b Bᵀ``, ``X̃ = X_b − C B`` (classical Gram–Schmidt, ``O(p·k·n)``,
+    doubled for rows that need the second pass) and the weight update ``O(p·n·c)``. A
+    single row is two matrix–vector products with the ``k×p`` basis and no factorisation;
+    a batch adds the thin SVD of its own projected rows ``X̃``, ``O(p·n²)``. While the
+    memory has room — always with ``memory_size=None`` — it grows by appending the new
+    directions (the buffer doubles, so the copy is ``O(p)`` per direction amortised), and
+    ``"pca"`` also appends the batch's coordinates ``[C, V S]`` to a small factor ``L``
+    with ``X_pastᵀ X_past = Bᵀ LᵀL B``: ``O(p·(k + n)·n)`` per batch, no SVD (the paper's
+    unbounded Algorithms 1 and 3, §3). ``L`` is ``k×k`` triangular unless rows were
+    spanned; when those exceed ``k`` it is compressed by a QR, ``O(k²)`` per row amortised.
+    The PCA directions and singular values of ``"pca"`` are computed when
+    ``components_`` or ``singular_values_`` is first read after a step, from the SVD of
+    ``L``: ``O(k²·(p + N'))`` for ``N' ≤ 2k + 32`` rows of ``L``.
+
+    Only a bounded memory that would exceed ``m`` directions is truncated: ``"pca"``
+    then takes the SVD of the ``(k+r)×(N'+n)`` matrix ``[L, 0; C, V S]ᵀ`` and rotates
+    the basis, one ``(m×(k+r))`` by ``((k+r)×p)`` product, ``O((m + n)²·p)`` per batch as
+    in the paper (§3, Algorithms 2 and 4; §4.1); ``"latest"`` and ``"random"`` copy the
+    kept rows, ``O(m·p)``.
 
     **Spanned batches.** When rows of a batch are already spanned by the memory (repeated
     rows, more rows than features, or rows dependent within the batch), ``GᵀG̃`` is
@@ -324,27 +356,98 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
         tags.regressor_tags.poor_score = True
         return tags
 
+    # ------------------------------------------------------------------ the memory
+    @property
+    def components_(self):
+        return self._memory()[0]
+
+    @property
+    def singular_values_(self):
+        return self._memory()[1]
+
+    def _memory(self):
+        """``(components_, singular_values_)``, derived from the basis when first asked.
+
+        With a ``"pca"`` memory that has not been truncated since its last growth, the
+        PCA directions are computed here from the SVD of the small coordinate factor
+        ``L = Z Σ Aᵀ`` (``N'×k``): ``components_ = Aᵀ B``, ``O(k²·p)`` once per state.
+        """
+        state = self.__dict__
+        if "_basis" not in state:
+            raise AttributeError(
+                f"This {type(self).__name__} instance has no learned memory yet "
+                "(components_ and singular_values_ exist after fit or partial_fit)."
+            )
+        if state.get("_pca_cache") is not None:
+            return state["_pca_cache"]
+        k = self._n_dirs
+        basis = self._basis[:k]
+        if self._coords is None:
+            # the basis rows are the memory as exposed (PCA form after a truncation, or
+            # the Gram–Schmidt order of "latest"/"random"); a view, no copy
+            return basis, self._sigma
+        if k == 0:
+            memory = (basis, np.zeros(0))
+        else:
+            # X_pastᵀX_past = Bᵀ LᵀL B and L = Z Σ Aᵀ  ⇒  right singular vectors Aᵀ B
+            _, sigma, At = np.linalg.svd(self._coords[: self._n_coords, :k], full_matrices=False)
+            memory = (At @ basis, sigma)
+        state["_pca_cache"] = memory
+        return memory
+
     # ------------------------------------------------------------------ pickling
     def __getstate__(self):
         # a copy: object.__getstate__ may return the instance's own __dict__
         state = dict(super().__getstate__())
-        # the buffer's spare rows are scratch; components_ holds the rows that matter
-        state.pop("_mem", None)
+        # the buffers' spare rows and columns are scratch, and the cache is recomputed
+        state.pop("_pca_cache", None)
+        if "_basis" in state:
+            state["_basis"] = state["_basis"][: state["_n_dirs"]]
+            if state["_coords"] is not None:
+                state["_coords"] = state["_coords"][: state["_n_coords"], : state["_n_dirs"]]
         return state
 
     def __setstate__(self, state):
+        state = dict(state)
+        if "components_" in state:
+            # a state saved by a version that stored the memory in PCA form
+            components = state.pop("components_")
+            state.update(
+                _basis=components,
+                _n_dirs=components.shape[0],
+                _sigma=state.pop("singular_values_"),
+                _coords=None,
+                _n_coords=0,
+            )
+            state.pop("_mem", None)
         super().__setstate__(state)
-        if "components_" in self.__dict__:
-            k = self.components_.shape[0]
-            self._mem = _grow(self.components_, k, k + 1)
-            self.components_ = self._mem[:k]
+        if "_basis" in self.__dict__:
+            k = self._n_dirs
+            self._basis = _grow(self._basis, rows=k, capacity=k + 1)
+            if self._coords is not None:
+                n_rows = self._n_coords
+                self._coords = _grow_coords(
+                    self._coords, rows=n_rows, cols=k, capacity=(n_rows + 1, k + 1)
+                )
+            self._pca_cache = None
 
     # ------------------------------------------------------------------ state
     def _reset(self):
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             delattr(self, name)
-        for name in ("_mem", "_rng", "_n_targets"):
+        for name in self._PRIVATE_STATE:
             self.__dict__.pop(name, None)
+
+    _PRIVATE_STATE = (
+        "_basis",
+        "_n_dirs",
+        "_sigma",
+        "_coords",
+        "_n_coords",
+        "_pca_cache",
+        "_rng",
+        "_n_targets",
+    )
 
     def _init_state(self, n_features, n_targets, one_d):
         shape = (n_features,) if one_d else (n_features, n_targets)
@@ -365,9 +468,16 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
                 raise ValueError("coef_init contains NaN or infinity.")
         self.coef_ = coef
         self._n_targets = None if one_d else n_targets
-        self._mem = np.empty((1, n_features))  # memory rows _mem[:k], then spare rows
-        self.components_ = self._mem[:0]
-        self.singular_values_ = np.zeros(0)
+        # B = _basis[:_n_dirs] (orthonormal rows), then spare rows for growth
+        self._basis = np.empty((1, n_features))
+        self._n_dirs = 0
+        # per direction: ‖x̃‖ when added (Gram–Schmidt), or Σ when the basis is in PCA form
+        self._sigma = np.zeros(0)
+        # "pca": L = _coords[:_n_coords, :_n_dirs] with X_pastᵀX_past = Bᵀ LᵀL B;
+        # None when the basis itself is in PCA form (then L = diag(_sigma))
+        self._coords = None
+        self._n_coords = 0
+        self._pca_cache = None
         self._rng = check_random_state(self.random_state)
         self.n_samples_seen_ = 0
 
@@ -421,26 +531,29 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
     def _step(self, Xb, Yb):
         """Learn one batch; commit the new state only at the end.
 
+        Writes before the commit go to spare rows/columns of the buffers or to new
+        arrays, so an exception half-way leaves the estimator unchanged.
+
         Returns the predictions ``X_b W`` made before the step and whether part of the
         batch's residual had to be left (a spanned batch with disagreeing labels).
         """
         n, p = Xb.shape
-        k = self.components_.shape[0]
-        M = self._mem[:k]
+        k = self._n_dirs
+        B = self._basis[:k]
         W = self.coef_.reshape(p, -1)
         m_max = self.memory_size
 
         # R = X_b W − Y_b
         P = Xb @ W
         R = P - Yb
-        # X̃ = X_b − (X_b Mᵀ) M, C = X_b Mᵀ   (X̃ M ᵀ = 0 to working precision)
-        Xt, C = _project_out(Xb, M)
+        # C = X_b Bᵀ, X̃ = X_b − C B   (X̃ Bᵀ = 0 to working precision)
+        Xt, C = _project_out(Xb, B)
         rtol = self.rtol if self.rtol is not None else _EPS * max(p, k + n)
         row_norm = np.sqrt(np.einsum("ij,ij->i", Xb, Xb).max())
         # X̃ = V S Qᵀ, keeping the r singular values above rtol · max ‖x_i‖
         V, S, Qt = _new_directions(Xt, tol=rtol * row_norm)
 
-        # W ← W − Q S⁻¹ Vᵀ R   (= W − G̃ (GᵀG̃)⁺ R: the pseudo-inverse step; M ΔW = 0)
+        # W ← W − Q S⁻¹ Vᵀ R   (= W − G̃ (GᵀG̃)⁺ R: the pseudo-inverse step; B ΔW = 0)
         VtR = V.T @ R
         W_new = W - Qt.T @ (VtR / S[:, None])
         # residual left on the batch: (I − V Vᵀ) R, zero unless the batch is spanned
@@ -448,73 +561,119 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
         scale = np.linalg.norm(Yb) + np.linalg.norm(P)
         unfitted = bool(np.linalg.norm(left) > np.sqrt(_EPS) * scale)
 
-        r = S.shape[0]
-        if m_max == 0 or r == 0 and (k == 0 or self.memory_policy != "pca"):
-            # nothing to store (a smaller memory_size set mid-stream truncates here)
-            n_mem = k if m_max is None else min(k, m_max)
-            mem, sigma = self._mem, self.singular_values_[:n_mem]
-        else:
-            mem = self._mem
-            if mem.shape[0] < k + r:
-                cap = k + r if m_max is not None else max(k + r, 2 * mem.shape[0])
-                mem = _grow(mem, k, cap)
-            # stage the new directions in the spare rows: mem[:k+r] = [M; Qᵀ]
-            mem[k : k + r] = Qt
-            if self.memory_policy == "pca":
-                mem, n_mem, sigma = _pca_update(
-                    mem, k=k, sigma=self.singular_values_, C=C, S=S, V=V, m_max=m_max
-                )
-            else:
-                mem, n_mem, sigma = self._keep(mem, k=k, S=S, m_max=m_max)
+        memory = self._update_memory(B=B, C=C, S=S, V=V, Qt=Qt, m_max=m_max)
 
         # commit
         self.coef_ = W_new.reshape(self.coef_.shape)
-        self._mem = mem
-        self.components_ = mem[:n_mem]
-        self.singular_values_ = sigma
+        (self._basis, self._n_dirs, self._sigma, self._coords, self._n_coords) = memory
+        self._pca_cache = None
         self.n_samples_seen_ += n
         return P, unfitted
 
-    def _keep(self, mem, *, k, S, m_max):
-        """``"latest"`` / ``"random"``: keep ``m`` of the rows ``mem[:k+r]``."""
+    def _update_memory(self, *, B, C, S, V, Qt, m_max):
+        """The memory after a batch: ``(basis, k, sigma, coords, n_coords)``."""
+        k, r = B.shape[0], S.shape[0]
+        pca = self.memory_policy == "pca"
+        coords, n_coords = (self._coords, self._n_coords) if pca else (None, 0)
+        basis = self._basis
+
+        if m_max == 0:
+            # One-step SGD: nothing is stored
+            return basis, 0, self._sigma[:0], None, 0
+        if m_max is not None and k + r > m_max:
+            # the memory would exceed m directions: truncate (the only SVD of the memory)
+            if r:
+                basis = _with_spare_rows(basis, k=k, r=r, limit=k + r)
+                # stage the new directions in the spare rows: basis[:k+r] = [B; Qᵀ]
+                basis[k : k + r] = Qt
+            if pca:
+                L = _coords_or_diag(coords, n_coords, sigma=self._sigma, k=k)
+                basis, kk, sigma = _pca_truncate(basis, L=L, k=k, C=C, S=S, V=V, m_max=m_max)
+                return basis, kk, sigma, None, 0
+            if r == 0:
+                # a smaller memory_size set mid-stream: keep the first m rows
+                return basis, m_max, self._sigma[:m_max], None, 0
+            basis, kk, sigma = self._keep(basis, k=k, S=S, m_max=m_max)
+            return basis, kk, sigma, None, 0
+
+        # room for the new directions: Gram–Schmidt growth, O(p·r) and no SVD
+        if r:
+            # k ≤ p always (orthonormal rows), and k ≤ m when bounded
+            limit = basis.shape[1] if m_max is None else min(m_max, basis.shape[1])
+            basis = _with_spare_rows(basis, k=k, r=r, limit=limit)
+            # B ← [B; Qᵀ]: rows < k untouched, so views held by the user stay valid
+            basis[k : k + r] = Qt
+        sigma = np.concatenate([self._sigma, S]) if r else self._sigma
+        if pca and k + r:
+            # L ← [[L, 0], [C, V S]]: X_b = [C, V S] [B; Qᵀ], so X_pastᵀX_past = Bᵀ LᵀL B
+            if coords is None:
+                coords = _grow_coords(
+                    np.diag(self._sigma), rows=k, cols=k, capacity=(k + C.shape[0], k + r)
+                )
+                n_coords = k
+            coords, n_coords = _append_coords(coords, n_coords, k=k, C=C, VS=V * S)
+            if n_coords > 2 * (k + r) + _COMPRESS_SLACK:
+                # spanned rows piled up: L ← R of L = QR (LᵀL unchanged), O(k³) per ≥ k rows
+                coords, n_coords = _compress_coords(coords, n_coords, k=k + r)
+        return basis, k + r, sigma, coords, n_coords
+
+    def _keep(self, basis, *, k, S, m_max):
+        """``"latest"`` / ``"random"``: keep ``m`` of the rows ``basis[:k+r]``."""
         r = S.shape[0]
         total = k + r
-        sigma = np.concatenate([self.singular_values_, S])
-        if m_max is None or total <= m_max:
-            # only appended: rows < k are untouched, so earlier views stay valid
-            return mem, total, sigma
+        sigma = np.concatenate([self._sigma, S])
         if self.memory_policy == "latest":
             # newest first; within the batch, the larger singular values (listed first)
             keep = np.arange(k, k + m_max) if r >= m_max else np.arange(total - m_max, total)
         else:
             keep = np.sort(self._rng.choice(total, size=m_max, replace=False))
-        new = np.empty_like(mem)
-        np.take(mem, keep, axis=0, out=new[:m_max])
+        new = np.empty_like(basis)
+        np.take(basis, keep, axis=0, out=new[:m_max])
         return new, m_max, sigma[keep]
 
 
 # ---------------------------------------------------------------------- helpers
-def _project_out(X, M):
-    """Return ``X̃ = X − (X Mᵀ) M`` and ``C = X Mᵀ`` for orthonormal rows ``M``.
+# Spanned rows added to L before it is compressed back to k×k (beyond k of them).
+_COMPRESS_SLACK = 32
 
-    Classical Gram–Schmidt, repeated once for rows that lost more than ``1 − 1/√2`` of
-    their norm, so that ``X̃ Mᵀ`` is zero to working precision (CGS2).
+
+def _project_out(X, B):
+    """Return ``X̃ = X − (X Bᵀ) B`` and ``C = X Bᵀ`` for orthonormal rows ``B``.
+
+    Classical Gram–Schmidt, repeated once when a row keeps less than ``1/√2`` of its
+    norm (the DGKS criterion ``‖x̃‖ < ‖x‖/√2``), so that ``X̃ Bᵀ`` is zero to working
+    precision.
+    A single row costs two matrix–vector products with ``B`` (four when repeated).
     """
-    if M.shape[0] == 0:
+    if B.shape[0] == 0:
         return X, np.zeros((X.shape[0], 0))
-    C = X @ M.T
-    Xt = X - C @ M
+    if X.shape[0] == 1:
+        x = X[0]
+        # c = B x,  x̃ = x − Bᵀc   (two passes over B, as matrix–vector products)
+        c = B @ x
+        xt = x - c @ B
+        if xt @ xt < (_REORTH**2) * (x @ x):
+            c2 = B @ xt
+            xt -= c2 @ B
+            c += c2
+        return xt[None, :], c[None, :]
+    C = X @ B.T
+    Xt = X - C @ B
     before = np.einsum("ij,ij->i", X, X)
     after = np.einsum("ij,ij->i", Xt, Xt)
     if np.any(after < (_REORTH**2) * before):
-        C2 = Xt @ M.T
-        Xt -= C2 @ M
+        C2 = Xt @ B.T
+        Xt -= C2 @ B
         C += C2
     return Xt, C
 
 
 def _new_directions(Xt, *, tol):
-    """Thin SVD ``X̃ = V S Qᵀ`` restricted to singular values above ``tol``."""
+    """``X̃ = V S Qᵀ`` restricted to singular values above ``tol``.
+
+    One row needs no factorisation; a batch takes the thin SVD of its own ``n×p``
+    projected rows, ``O(p·n²)`` (rank-revealing, for rows dependent within the batch).
+    """
     n, p = Xt.shape
     if n == 1:
         s = float(np.sqrt(Xt[0] @ Xt[0]))
@@ -526,33 +685,85 @@ def _new_directions(Xt, *, tol):
     return V[:, :r], S[:r], Qt[:r]
 
 
-def _pca_update(mem, *, k, sigma, C, S, V, m_max):
-    """Sequential Karhunen–Loève update of the memory rows ``mem[:k]``.
+def _coords_or_diag(coords, n_coords, *, sigma, k):
+    """The factor ``L`` (``N'×k``): the stored one, or ``diag(Σ)`` for a basis in PCA form."""
+    if coords is None:
+        return np.diag(sigma[:k])
+    return coords[:n_coords, :k]
 
-    ``mem[k:k+r]`` must hold the new orthonormal directions ``Qᵀ``. Returns a new buffer
-    whose first rows are the top ``m`` left singular vectors (as rows) of
-    ``[Mᵀ diag(Σ), X_bᵀ]``, their number and singular values.
+
+def _pca_truncate(basis, *, L, k, C, S, V, m_max):
+    """Sequential Karhunen–Loève update of the memory, truncated to ``m`` directions.
+
+    ``basis[k:k+r]`` must hold the new orthonormal directions ``Qᵀ``. Returns a new buffer
+    whose first rows are the top ``m`` right singular vectors of ``[L, 0; C, V S] [B; Qᵀ]``
+    (the past rows and the batch), their number and singular values.
     """
     r = S.shape[0]
     n = C.shape[0]
-    # K = [[Σ, Cᵀ], [0, S Vᵀ]]: [Mᵀ Q] K = [Mᵀ Σ, X_bᵀ] (up to the dropped rank)
-    K = np.zeros((k + r, k + n))
-    K[np.arange(k), np.arange(k)] = sigma
-    K[:k, k:] = C.T
-    K[k:, k:] = S[:, None] * V.T
+    n_prev = L.shape[0]
+    # K = [[Lᵀ, Cᵀ], [0, S Vᵀ]]: [Bᵀ Q] K = [X_pastᵀ, X_bᵀ] up to a rotation of the columns
+    K = np.zeros((k + r, n_prev + n))
+    K[:k, :n_prev] = L.T
+    K[:k, n_prev:] = C.T
+    K[k:, n_prev:] = S[:, None] * V.T
     Ut, sig, _ = np.linalg.svd(K, full_matrices=False)
-    kk = k + r if m_max is None else min(k + r, m_max)
-    # M ← (Ũᵀ [M; Qᵀ])[:m]: one (m × (k+r)) by ((k+r) × p) product into a fresh buffer
-    new = np.empty_like(mem)
-    np.matmul(np.ascontiguousarray(Ut[:, :kk].T), mem[: k + r], out=new[:kk])
+    kk = min(k + r, m_max, sig.shape[0])
+    # B ← (Ũᵀ [B; Qᵀ])[:m]: one (m × (k+r)) by ((k+r) × p) product into a fresh buffer
+    new = np.empty_like(basis)
+    np.matmul(np.ascontiguousarray(Ut[:, :kk].T), basis[: k + r], out=new[:kk])
     return new, kk, sig[:kk]
 
 
-def _grow(rows, k, capacity):
-    """A buffer of ``capacity`` rows whose first ``k`` rows are ``rows[:k]``."""
-    new = np.empty((capacity, rows.shape[1]))
-    new[:k] = rows[:k]
+def _with_spare_rows(basis, *, k, r, limit):
+    """``basis`` if it has room for ``k + r`` rows, else a copy with geometric capacity."""
+    if basis.shape[0] >= k + r:
+        return basis
+    capacity = max(k + r, min(2 * basis.shape[0], limit))
+    return _grow(basis, rows=k, capacity=capacity)
+
+
+def _grow(buffer, *, rows, capacity):
+    """A buffer of ``capacity`` rows whose first ``rows`` rows are ``buffer[:rows]``."""
+    new = np.empty((capacity, buffer.shape[1]))
+    new[:rows] = buffer[:rows]
     return new
+
+
+def _grow_coords(coords, *, rows, cols, capacity):
+    """A zero buffer of shape ``capacity`` holding ``coords[:rows, :cols]``."""
+    new = np.zeros(capacity)
+    new[:rows, :cols] = coords[:rows, :cols]
+    return new
+
+
+def _append_coords(coords, n_coords, *, k, C, VS):
+    """Write the rows ``[C, V S]`` below ``L`` (in spare rows, growing geometrically).
+
+    Each row is written over the buffer's full width, zeros beyond ``k + r``, so spare
+    columns of every stored row are zero whatever a failed step left there.
+    """
+    n, r = VS.shape
+    cap_rows, cap_cols = coords.shape
+    if cap_rows < n_coords + n or cap_cols < k + r:
+        capacity = (
+            max(n_coords + n, 2 * cap_rows if cap_rows < n_coords + n else cap_rows),
+            max(k + r, 2 * cap_cols if cap_cols < k + r else cap_cols),
+        )
+        coords = _grow_coords(coords, rows=n_coords, cols=k, capacity=capacity)
+    rows = coords[n_coords : n_coords + n]
+    rows[:, :k] = C
+    rows[:, k : k + r] = VS
+    rows[:, k + r :] = 0.0
+    return coords, n_coords + n
+
+
+def _compress_coords(coords, n_coords, *, k):
+    """``L ← R`` of ``L = QR`` (``k×k``, upper triangular): ``LᵀL`` is unchanged."""
+    R = np.linalg.qr(coords[:n_coords, :k], mode="r")
+    new = np.zeros((2 * k + _COMPRESS_SLACK + 1, coords.shape[1]))
+    new[:k, :k] = R
+    return new, k
 
 
 def _warn_spanned(n_unfitted, n):

@@ -388,3 +388,197 @@ def test_pipeline_with_random_fourier_features():
     restored[-1].partial_fit(Z[:5], y[60:65])
     pipe[-1].partial_fit(Z[:5], y[60:65])
     assert_array_equal(restored.predict(X), pipe.predict(X))
+
+
+# ------------------------------------------------------------------ unlimited memory at scale
+def _pinv_tol(X):
+    """Forward-error scale of the min-norm solution: eps · κ(X) · max(n, p)."""
+    s = np.linalg.svd(X, compute_uv=False)
+    return EPS * (s[0] / s[-1]) * max(X.shape)
+
+
+@pytest.fixture(scope="module")
+def long_stream():
+    """300 rows, 500 features, 2 targets; ``W0 + pinv(X_{1:t}) (Y − X W0)`` after each row."""
+    X, Y, rng = _stream(n_samples=300, n_features=500, n_targets=2, seed=5)
+    W0 = rng.normal(size=(500, 2))
+    oracles, tols = [], []
+    for t in range(1, 301):
+        Xt = X[:t]
+        oracles.append(W0 + np.linalg.pinv(Xt) @ (Y[:t] - Xt @ W0))
+        tols.append(_pinv_tol(Xt))
+    return X, Y, W0, oracles, tols
+
+
+@pytest.mark.parametrize("policy", ["pca", "latest"])
+def test_every_row_of_a_long_stream_is_the_min_norm_interpolant(long_stream, policy):
+    X, Y, W0, oracles, tols = long_stream
+    reg = ORFitRegressor(memory_policy=policy, coef_init=W0)
+    reg.partial_fit(X[:1], Y[:1])
+    for t in range(1, 301):
+        if t > 1:
+            reg.learn_one(X[t - 1], Y[t - 1])
+        assert _rel(reg.coef_ - W0, oracles[t - 1] - W0) <= tols[t - 1], t
+    assert reg.components_.shape == (300, 500)
+
+
+@pytest.mark.parametrize("policy", ["pca", "latest"])
+def test_basis_stays_orthonormal_over_a_thousand_rows(policy):
+    # nearly dependent rows: 20 shared directions plus a 1e-6 perturbation, so every new
+    # direction is a tiny remainder and one Gram–Schmidt pass alone would lose orthogonality
+    rng = np.random.default_rng(7)
+    n, p = 1000, 1200
+    X = rng.normal(size=(n, 20)) @ rng.normal(size=(20, p)) + 1e-6 * rng.normal(size=(n, p))
+    y = rng.normal(size=n)
+    reg = ORFitRegressor(memory_policy=policy)
+    reg.prequential_predict(X, y)
+    U = reg.components_  # for "latest", the stored Gram–Schmidt basis itself
+    assert U.shape == (n, p)
+    assert np.linalg.norm(U @ U.T - np.eye(n), 2) <= 10 * EPS * np.sqrt(n * p)
+    # and no forgetting, relative to the conditioning of the rows
+    assert np.abs(reg.predict(X) - y).max() <= _pinv_tol(X) * np.abs(y).max() * 10
+
+
+def test_stream_with_repeated_and_spanned_rows():
+    """Repeats and combinations of past rows (consistent labels, and one that is not)."""
+    rng = np.random.default_rng(11)
+    p = 40
+    w_true = rng.normal(size=p)
+    rows, labels = [], []
+    reg = ORFitRegressor()
+    for t in range(160):
+        kind = t % 4 if t >= 8 else 0
+        if kind == 0 or kind == 3 and len(rows) < 2:  # a new row
+            x = rng.normal(size=p)
+        elif kind == 1:  # an exact repeat
+            x = rows[rng.integers(len(rows))].copy()
+        else:  # a combination of past rows
+            x = rng.normal(size=3) @ np.array(rows)[rng.choice(len(rows), 3)]
+        y = float(x @ w_true)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", SpannedBatchWarning)
+            reg.learn_one(x, y) if t else reg.partial_fit(x[None], [y])
+        rows.append(x)
+        labels.append(y)
+        X, Y = np.array(rows), np.array(labels)
+        if t % 10 == 9 or t == 159:
+            assert _rel(reg.coef_, np.linalg.pinv(X) @ Y) <= 10 * _pinv_tol(X)
+            # the PCA memory counts every row, repeats included
+            _, s, Vt = np.linalg.svd(X, full_matrices=False)
+            rank = int(np.sum(s > EPS * max(X.shape) * s[0]))
+            assert reg.components_.shape == (rank, p)
+            assert_allclose(reg.singular_values_, s[:rank], rtol=1e3 * EPS * s[0] / s[rank - 1])
+            P = _projector(reg.components_) - _projector(Vt[:rank])
+            assert np.linalg.norm(P, 2) <= 1e3 * EPS * s[0] / s[rank - 1]
+    assert reg.components_.shape == (p, p)  # every direction seen: underparameterised now
+    # a spanned row with a label the model does not predict: warned, nothing changes
+    coef = reg.coef_.copy()
+    with pytest.warns(SpannedBatchWarning):
+        reg.partial_fit(rows[3][None], [labels[3] + 1.0])
+    assert_array_equal(reg.coef_, coef)
+
+
+def _counting_svd(monkeypatch, *, allow=lambda a: False):
+    """Replace numpy's and scipy's SVD; record input shapes, raise unless ``allow(a)``."""
+    import scipy.linalg
+
+    calls, svd = [], np.linalg.svd
+
+    def guarded(a, *args, **kwargs):
+        calls.append(np.shape(a))
+        if not allow(a):
+            raise AssertionError(f"SVD of a {np.shape(a)} matrix")
+        return svd(a, *args, **kwargs)
+
+    monkeypatch.setattr(np.linalg, "svd", guarded)
+    monkeypatch.setattr(scipy.linalg, "svd", guarded)
+    return calls
+
+
+@pytest.mark.parametrize("memory_size", [None, 500])
+@pytest.mark.parametrize("policy", ["pca", "latest", "random"])
+def test_a_memory_with_room_takes_no_svd(monkeypatch, memory_size, policy):
+    X, y, _ = _stream(n_samples=260, n_features=120, seed=3)
+    X[150:] = X[150:] @ np.eye(120)[:, :120]  # rows 120+ are spanned: the regime changes
+    reg = ORFitRegressor(memory_size=memory_size, memory_policy=policy, random_state=0)
+    calls = _counting_svd(monkeypatch)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SpannedBatchWarning)
+        reg.prequential_predict(X, y)
+        for i in range(5):
+            reg.learn_one(X[i], y[i])
+    assert calls == []
+    # the patch is live: the PCA directions are computed on access, by one small SVD
+    monkeypatch.undo()
+    calls = _counting_svd(monkeypatch, allow=lambda a: max(np.shape(a)) <= 2 * 120 + 32)
+    assert reg.components_.shape == (120, 120)
+    assert len(calls) == (1 if policy == "pca" else 0)
+    reg.singular_values_
+    assert len(calls) == (1 if policy == "pca" else 0)  # cached until the next step
+
+
+def test_batches_take_svds_of_their_own_rows_only(monkeypatch):
+    X, Y, _ = _stream(n_samples=200, n_features=300, n_targets=2, seed=4)
+    calls = _counting_svd(monkeypatch, allow=lambda a: np.shape(a)[0] <= 8)
+    reg = ORFitRegressor(batch_size=8).fit(X, Y)
+    assert calls and all(shape == (8, 300) for shape in calls)
+    monkeypatch.undo()
+    assert _rel(reg.coef_, _interpolant(X, Y, np.zeros((300, 2)))) <= 10 * _pinv_tol(X)
+
+
+def test_truncating_memory_takes_the_svd(monkeypatch):
+    X, y, _ = _stream(n_samples=30, n_features=50)
+    calls = _counting_svd(monkeypatch, allow=lambda a: np.shape(a) == (10, 50))
+    reg = ORFitRegressor(memory_size=10)
+    reg.partial_fit(X[:10], y[:10])  # 10 rows fill the memory: no truncation yet
+    assert calls == [(10, 50)]  # the batch's own rows only
+    with pytest.raises(AssertionError, match="SVD of a"):
+        reg.partial_fit(X[10:11], y[10:11])
+    assert reg.n_samples_seen_ == 10  # the failed call changed nothing
+
+
+@pytest.mark.parametrize("memory_size", [None, 8])
+def test_pickle_mid_stream_pca_memory(memory_size):
+    X, y, _ = _stream(n_samples=120, n_features=30)
+    reg = ORFitRegressor(memory_size=memory_size)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SpannedBatchWarning)
+        reg.prequential_predict(X[:70], y[:70])  # past 30 rows: spanned rows in L
+        resumed = pickle.loads(pickle.dumps(reg))
+        a = reg.prequential_predict(X[70:], y[70:])
+        b = resumed.prequential_predict(X[70:], y[70:])
+    assert_array_equal(a, b)
+    assert_array_equal(reg.coef_, resumed.coef_)
+    assert_array_equal(reg.components_, resumed.components_)
+    assert_array_equal(reg.singular_values_, resumed.singular_values_)
+
+
+@pytest.mark.parametrize("policy", ["pca", "latest"])
+def test_failure_half_way_leaves_state_and_buffers_usable(monkeypatch, policy):
+    """An error in the middle of a call restores the state; spare rows left by the failed
+    steps do not leak into later ones."""
+    import sklearn_orfit._orfit as orfit_module
+
+    X, y, _ = _stream(n_samples=60, n_features=80)
+    reg = ORFitRegressor(memory_policy=policy)
+    reg.partial_fit(X[:20], y[:20])
+    ref = pickle.loads(pickle.dumps(reg))
+    state = pickle.dumps(reg)
+
+    real, count = orfit_module._new_directions, [0]
+
+    def failing(Xt, *, tol):
+        count[0] += 1
+        if count[0] == 7:
+            raise FloatingPointError("injected")
+        return real(Xt, tol=tol)
+
+    monkeypatch.setattr(orfit_module, "_new_directions", failing)
+    with pytest.raises(FloatingPointError):
+        reg.prequential_predict(X[20:], y[20:])
+    monkeypatch.undo()
+    assert pickle.dumps(reg) == state
+    assert_array_equal(reg.prequential_predict(X[20:], y[20:]),
+                       ref.prequential_predict(X[20:], y[20:]))
+    assert_array_equal(reg.coef_, ref.coef_)
+    assert_array_equal(reg.components_, ref.components_)
