@@ -1,9 +1,16 @@
-"""Sliding-window kernel RLS with a Gaussian kernel (SW-KRLS, SPEC §4)."""
+"""Sliding-window kernel RLS with a Gaussian kernel (SW-KRLS).
 
+Van Vaerenbergh, Vía and Santamaría, ICASSP 2006: the inverse ``(K + αI)⁻¹`` of the
+window's regularised kernel matrix is carried from row to row; the step that replaces the
+oldest row by the new one is one symmetric matrix-vector product and one symmetric rank-two
+update of that inverse, both in place (BLAS ``dsymv``, ``dsyr2``).
+"""
+
+import math
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg import blas, lapack
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -14,6 +21,11 @@ __all__ = ["SlidingWindowKRLSRegressor"]
 
 # Bound on the temporary (rows × window × features) difference arrays, in numbers.
 _MAX_DIFF_SIZE = 2**21
+# The window's inverse is recomputed from the window every
+# max(_REFACTOR_WINDOWS · window_size, _REFACTOR_MIN_ROWS) rows: O(N³ + N²d) each time,
+# a few per cent of the O(N²) steps it bounds the rounding drift of.
+_REFACTOR_WINDOWS = 4
+_REFACTOR_MIN_ROWS = 256
 
 
 class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
@@ -27,7 +39,8 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
 
     The inverse ``(K + αI)⁻¹`` of the window is carried from row to row: the oldest row is
     removed by a Schur-complement downdate and the new one appended by a
-    Schur-complement growth, ``O(N²)`` each; the kernel matrix is never inverted again.
+    Schur-complement growth, applied together as one symmetric rank-two update of the
+    inverse, ``O(N²)``.
 
     Parameters
     ----------
@@ -57,12 +70,14 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     y_window_ : ndarray of shape (n_window_,) or (n_window_, n_targets)
         Their targets (a copy).
     inverse_kernel_ : ndarray of shape (n_window_, n_window_)
-        ``(K + αI)⁻¹`` of the window as carried by the recursion, oldest first (a copy).
+        ``(K + αI)⁻¹`` of the window as carried by the recursion, oldest first (a
+        symmetric copy).
     dual_coef_ : ndarray of shape (n_window_,) or (n_window_, n_targets)
         ``(K + αI)⁻¹ y`` (a copy); ``predict(X) = K(X, X_window_) @ dual_coef_``.
     n_refactorizations_ : int
         Steps at which rounding made a Schur complement non-positive, so that the
-        window's inverse was recomputed from scratch, since the last :meth:`fit`.
+        window's inverse was recomputed from scratch, since the last :meth:`fit` (the
+        scheduled recomputations described in the Notes are not counted).
 
     See Also
     --------
@@ -73,17 +88,30 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
 
     Notes
     -----
-    Per row: ``N`` kernel evaluations (``O(N·d)``, computed for a whole call at once),
-    a rank-one downdate and a rank-one growth of the ``N×N`` inverse and ``(K + αI)⁻¹y``,
-    i.e. ``O(N·d + N²·c)`` for ``c`` targets. The state is the window (``O(N·d)``) and
-    the ``N×N`` inverse, held in ring-buffer order (slot ``i`` of the buffers is row ``i``
-    of the inverse). The Schur complements ``[(K + αI)⁻¹]_oo`` (downdate) and
-    ``1 + α − kᵀ(K + αI)⁻¹k`` (growth) are positive in exact arithmetic; if rounding makes
-    one non-positive, the window's inverse is recomputed by a Cholesky factorisation.
-    Rounding errors of the recursion are not corrected otherwise: they accumulate slowly,
-    at a rate set by ``κ(K + αI)``. The recursion is sequential, so
-    :meth:`prequential_predict` is a loop over rows (validation and kernel evaluations
-    are done once per call). There is no intercept: centre ``y``.
+    Per row: ``N`` kernel evaluations (``O(N·d)``, computed for a block of rows at once),
+    one symmetric matrix-vector product and one symmetric rank-two update of the ``N×N``
+    inverse (BLAS ``dsymv`` and ``dsyr2``, in place, each reading one triangle), and
+    ``O(N·c)`` for the dual coefficients of ``c`` targets: ``O(N·d + N² + N·c)``, with no
+    ``N×N`` array allocated or copied. The state is the window (``O(N·d)``) and the
+    inverse, held in ring-buffer order (slot ``i`` of the buffers is row ``i`` of the
+    inverse; only its upper triangle is stored and updated); memory is
+    ``O(N² + N·d)`` whatever the number of rows in a call.
+
+    The Schur complements ``[(K + αI)⁻¹]_oo`` (downdate) and ``1 + α − kᵀ(K + αI)⁻¹k``
+    (growth) are positive in exact arithmetic; if rounding makes one non-positive, the
+    window's inverse is recomputed by a Cholesky factorisation. Rounding errors of the
+    recursion accumulate slowly, at a rate set by ``κ(K + αI)``; they are bounded by
+    recomputing the inverse from the window every ``max(4N, 256)`` rows
+    (``O(N³ + N²·d)``, i.e. ``O(N² + N·d)`` amortised per row). The recursion is
+    sequential, so :meth:`prequential_predict` is a loop over rows (validation is done
+    once per call, kernel evaluations once per block of rows). There is no intercept:
+    centre ``y``.
+
+    The update works in place, so a failing call is undone as follows: input errors are
+    detected before any state is touched (the estimator is unchanged, bit for bit); an
+    interruption inside the update (``KeyboardInterrupt``, ``MemoryError``) restores the
+    window and the counters exactly and recomputes the inverse of that window from
+    scratch, which agrees with the uninterrupted state to rounding.
 
     References
     ----------
@@ -158,7 +186,7 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     @property
     def inverse_kernel_(self):
         order = self._ordered_slots()
-        return self._Kinv[np.ix_(order, order)].copy()
+        return _symmetric(self._Kinv)[np.ix_(order, order)]
 
     @property
     def dual_coef_(self):
@@ -204,85 +232,77 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         # the window is full); empty slots have zero rows in ``_Kinv``
         self._X = np.zeros((N, n_features))
         self._Y = np.zeros((N, n_targets))
-        self._Kinv = np.zeros((N, N))
+        # upper triangle of (K + αI)⁻¹ in Fortran order: the layout BLAS updates in place
+        self._Kinv = np.zeros((N, N), order="F")
         self._dual = np.zeros((N, n_targets))
         self._pos = 0
         self.n_samples_seen_ = 0
         self.n_refactorizations_ = 0
 
     def _learn(self, X, Y, *, predict):
-        N, alpha = self.window_size, float(self.alpha)
-        Xr, Yr, Kinv = self._X.copy(), self._Y.copy(), self._Kinv.copy()
+        N, alpha, s2 = self.window_size, float(self.alpha), float(self.length_scale)
+        period = max(_REFACTOR_WINDOWS * N, _REFACTOR_MIN_ROWS)
+        # the window and the dual coefficients are O(N·(d + c)): worked on as copies; the
+        # N×N inverse is updated in place (see _restore_inverse for a failure half-way)
+        Xr, Yr, dual = self._X.copy(), self._Y.copy(), self._dual.copy()
+        Kinv = self._Kinv
+        if not Kinv.flags.f_contiguous:  # e.g. a state restored by a foreign unpickler
+            Kinv = self._Kinv = np.asfortranarray(Kinv)
         pos, n_seen, n_ref = self._pos, self.n_samples_seen_, self.n_refactorizations_
         Y_pred = np.empty_like(Y) if predict else None
-        # slot_to_lag[p][slot] = m: with the oldest row in slot p, slot holds the m-th
-        # row of the window (oldest first)
-        slot_to_lag = (np.arange(N)[None, :] - np.arange(N)[:, None]) % N
-        step = max(1, _MAX_DIFF_SIZE // (N * X.shape[1]))
-        for start in range(0, X.shape[0], step):
-            # kernel of each new row with the N rows before it, oldest first
-            stop = min(start + step, X.shape[0])
-            Kb = self._kernel_band(Xr, pos, n_seen, X, start, stop)
-            for j in range(Kb.shape[0]):
-                t = start + j
-                s = pos
-                k = Kb[j, slot_to_lag[s]]  # κ(x_t, row in slot i), 0 for empty slots
-                if predict:
-                    # ŷ = kᵀ (K + αI)⁻¹ y
-                    Y_pred[t] = k @ (Kinv @ Yr)
-                ok = True
-                if n_seen >= N:
-                    # downdate: drop slot s. With f = (K+αI)⁻¹e_s, e = f_s (Schur):
-                    #   (K₋ + αI)⁻¹ = (K+αI)⁻¹ − f fᵀ/e   (row and column s become 0)
-                    # invariant: Kinv = (K + αI)⁻¹ of the occupied slots, 0 elsewhere
-                    f = Kinv[:, s].copy()
-                    e = f[s]
-                    ok = e > 0.0
-                    Kinv -= np.outer(f, f / e)
-                    Kinv[s, :] = 0.0
-                    Kinv[:, s] = 0.0
-                k[s] = 0.0
-                # growth into slot s, b = (K+αI)⁻¹k, g = κ(x,x) + α − kᵀb (Schur):
-                #   (K₊ + αI)⁻¹ = [[(K+αI)⁻¹ + b bᵀ/g, −b/g], [−bᵀ/g, 1/g]]
-                b = Kinv @ k
-                g = 1.0 + alpha - k @ b
-                ok = ok and g > 0.0
-                Kinv += np.outer(b, b / g)
-                Kinv[s, :] = -b / g
-                Kinv[:, s] = -b / g
-                Kinv[s, s] = 1.0 / g
-                Xr[s], Yr[s] = X[t], Y[t]
-                pos = (s + 1) % N
-                n_seen += 1
-                if not ok:
-                    # rounding made a Schur complement non-positive: recompute the
-                    # window's inverse from scratch
-                    Kinv = _inverse_kernel(Xr, n_window=min(n_seen, N), pos=pos,
-                                           length_scale=self.length_scale, alpha=alpha)
-                    n_ref += 1
-        self._X, self._Y, self._Kinv, self._pos = Xr, Yr, Kinv, pos
+        # blocks of at most N rows, so that no slot is written twice within a block
+        step = max(1, min(N, _MAX_DIFF_SIZE // (N * X.shape[1])))
+        try:
+            for start in range(0, X.shape[0], step):
+                stop = min(start + step, X.shape[0])
+                # kernel of the block's rows with the ring as it stands (0 for empty
+                # slots) and with each other
+                K_ring = _gaussian_kernel(X[start:stop, None, :], Xr[None, :, :], s2)
+                K_ring[:, min(n_seen, N) :] = 0.0
+                K_blk = _gaussian_kernel(X[start:stop, None, :], X[None, start:stop, :], s2)
+                written = (pos + np.arange(stop - start)) % N
+                for j in range(stop - start):
+                    t, s = start + j, pos
+                    # k_i = κ(x_t, row in slot i): the block's earlier rows replaced slots
+                    k = K_ring[j].copy()
+                    k[written[:j]] = K_blk[j, :j]
+                    if predict:
+                        # ŷ = kᵀ (K + αI)⁻¹ y = kᵀ a
+                        Y_pred[t] = k @ dual
+                    ok = _replace_slot(Kinv, dual, Yr, k=k, y_new=Y[t], slot=s, alpha=alpha,
+                                       full=n_seen >= N)
+                    Xr[s] = X[t]
+                    if not ok:
+                        Yr[s] = Y[t]
+                    pos = (s + 1) % N
+                    n_seen += 1
+                    if not ok or n_seen % period == 0:
+                        # a Schur complement rounded to non-positive, or the scheduled
+                        # recomputation that bounds the drift: (K + αI)⁻¹ from the window
+                        Kinv, dual = _inverse_kernel(Xr, Yr, n_window=min(n_seen, N),
+                                                     length_scale=s2, alpha=alpha)
+                        n_ref += not ok
+        except BaseException:
+            self._restore_inverse()
+            raise
+        self._X, self._Y, self._Kinv, self._dual, self._pos = Xr, Yr, Kinv, dual, pos
         self.n_samples_seen_, self.n_refactorizations_ = n_seen, n_ref
-        self._dual = Kinv @ Yr
         return Y_pred
 
-    def _kernel_band(self, Xr, pos, n_seen, X, start, stop):
-        """``Kb[j, m] = κ(X[start + j], E[j + m])`` with ``E = [window; X[start:stop]]``.
+    def _restore_inverse(self):
+        """After a failure half-way through :meth:`_learn`: the window's inverse, anew.
 
-        The window is the ring's current content, oldest first; entries whose partner is
-        an empty slot (before the first row of the stream) are 0.
+        The window, the dual coefficients and the counters were only modified as copies,
+        so they still describe the state before the call; the inverse, updated in place,
+        is recomputed from that window (it then agrees with the carried one to rounding).
         """
-        N = self.window_size
-        n_window = min(n_seen, N)
-        order = (pos + np.arange(N)) % N
-        E = np.concatenate([Xr[order], X[start : stop - 1]])
-        partners = np.lib.stride_tricks.sliding_window_view(E, N, axis=0)  # (b, d, N)
-        Kb = _gaussian_kernel(
-            X[start:stop, None, :], np.swapaxes(partners, 1, 2), self.length_scale
-        )
-        # E[j + m] is an empty slot iff j + m < N − n_window
-        lag = np.arange(N)[None, :] + np.arange(stop - start)[:, None]
-        Kb[lag < N - n_window] = 0.0
-        return Kb
+        if self.n_samples_seen_ == 0:
+            self._Kinv[...] = 0.0
+            return
+        Kinv, _ = _inverse_kernel(self._X, self._Y, n_window=self.n_window_,
+                                  length_scale=float(self.length_scale),
+                                  alpha=float(self.alpha))
+        self._Kinv[...] = Kinv
 
 
 def _gaussian_kernel(A, B, length_scale):
@@ -291,13 +311,114 @@ def _gaussian_kernel(A, B, length_scale):
     return np.exp(np.einsum("...k,...k->...", diff, diff) / (-2.0 * length_scale**2))
 
 
-def _inverse_kernel(Xr, *, n_window, pos, length_scale, alpha):
-    """``(K + αI)⁻¹`` of the window held in the ring, embedded in ring order."""
-    N = Xr.shape[0]
-    slots = np.sort((pos + np.arange(N - n_window, N)) % N)
-    W = Xr[slots]
-    S = _gaussian_kernel(W[:, None, :], W[None, :, :], length_scale)
-    S.flat[:: n_window + 1] += alpha
-    Kinv = np.zeros((N, N))
-    Kinv[np.ix_(slots, slots)] = cho_solve(cho_factor(S), np.eye(n_window))
-    return Kinv
+def _symmetric(U):
+    """The symmetric matrix whose upper triangle is that of ``U``."""
+    return np.triu(U) + np.triu(U, 1).T
+
+
+def _replace_slot(Kinv, dual, Yr, *, k, y_new, slot, alpha, full):
+    """One step of SW-KRLS: the row in ``slot`` leaves the window, the new row enters it.
+
+    With ``P = (K + αI)⁻¹`` of the window (upper triangle of ``Kinv``, zero rows and
+    columns for empty slots) and ``a = P y`` (``dual``), updates both in place to those of
+    the window where slot ``s`` holds the new row, and writes ``y_new`` into ``Yr[s]``.
+    ``k`` holds the new row's kernel with each slot (it is modified). Returns ``False``,
+    touching nothing (not even ``Yr``), if a Schur complement is not positive (rounding;
+    the caller then recomputes the inverse).
+    """
+    s = slot
+    if full:
+        # f = P e_s (column s, from the stored upper triangle), e = f_s: the downdate's
+        # Schur complement, positive in exact arithmetic
+        f = np.concatenate((Kinv[: s + 1, s], Kinv[s, s + 1 :]))
+        e = float(f[s])
+        if not e > 0.0:
+            return False
+    k[s] = 0.0
+    # b = P₋ k with P₋ = P − f fᵀ/e the inverse without slot s (its row s is 0):
+    #   b = P k − f (fᵀk)/e,   b_s = 0
+    b = blas.dsymv(1.0, Kinv, k)
+    if full:
+        b -= float(f @ k) / e * f
+    b[s] = 0.0
+    # growth's Schur complement g = κ(x, x) + α − kᵀb = 1 + α − kᵀb
+    g = 1.0 + alpha - float(k @ b)
+    if not g > 0.0:
+        return False
+    # the bordered inverse with the new row in slot s,
+    #   P₊ = P₋ + (b − e_s)(b − e_s)ᵀ/g = P + p pᵀ − q qᵀ,
+    #   p = (b − e_s)/√g,   q = f/√e   (q = 0 while the window fills: slot s is empty)
+    # invariant: Kinv = (K + αI)⁻¹ of the occupied slots (upper triangle), 0 elsewhere
+    b *= 1.0 / math.sqrt(g)
+    b[s] = -1.0 / math.sqrt(g)
+    p = b
+    dy = y_new - Yr[s]
+    Yr[s] = y_new
+    if not full:
+        out = blas.dsyr(1.0, p, a=Kinv, overwrite_a=True)
+        # a₊ = P y₊ + p (pᵀy₊), with P e_s = 0
+        dual += np.outer(p, p @ Yr)
+    else:
+        q = f * (1.0 / math.sqrt(e))
+        # p pᵀ − q qᵀ = ½((p + q)(p − q)ᵀ + (p − q)(p + q)ᵀ): one pass over the triangle
+        out = blas.dsyr2(0.5, p + q, p - q, a=Kinv, overwrite_a=True)
+        # a₊ = P₊ y₊ = P y + f (y_new − y_old)ᵀ + p (pᵀy₊) − q (qᵀy₊)
+        V = np.stack((f, p, q))
+        C = np.empty((3, dual.shape[1]))
+        C[0] = dy
+        np.matmul(V[1:], Yr, out=C[1:])
+        C[2] *= -1.0
+        dual += V.T @ C
+    assert out is Kinv, "the BLAS update must work in place"
+    return True
+
+
+def _kernel_matrix(W, *, length_scale, alpha):
+    """``K + αI`` of the rows ``W``, as a new Fortran-ordered array.
+
+    The squared distances come from the Gram matrix of the centred rows,
+    ``‖a − b‖² = ‖a‖² + ‖b‖² − 2aᵀb`` (one matrix product instead of an ``n×n×d``
+    difference array), clipped at 0; the diagonal is set to ``κ(x, x) + α = 1 + α``.
+    """
+    n = W.shape[0]
+    Wc = W - W.mean(axis=0)
+    sq_norms = np.einsum("ij,ij->i", Wc, Wc)
+    A = np.empty((n, n), order="F")
+    np.matmul(Wc, Wc.T, out=A)
+    A *= -2.0
+    A += sq_norms[:, None]
+    A += sq_norms[None, :]
+    np.maximum(A, 0.0, out=A)
+    A *= -1.0 / (2.0 * length_scale**2)
+    np.exp(A, out=A)
+    A.flat[:: n + 1] = 1.0 + alpha
+    return A
+
+
+def _inverse_kernel(Xr, Yr, *, n_window, length_scale, alpha):
+    """``(K + αI)⁻¹`` and ``(K + αI)⁻¹ y`` of the window held in the ring, from scratch.
+
+    Returns the inverse in the ring's layout (Fortran order, upper triangle, zero rows and
+    columns for the empty slots — the last ones while the window fills) and the dual
+    coefficients. Cholesky (``dpotrf``, ``dpotri``); if rounding makes ``K + αI``
+    numerically indefinite (``α`` near the rounding level of ``K``), its symmetric
+    eigendecomposition with the eigenvalues held at ``α`` or above, their exact bound.
+    """
+    N, n = Xr.shape[0], n_window
+    A = _kernel_matrix(Xr[:n], length_scale=length_scale, alpha=alpha)
+    c, info = lapack.dpotrf(A, lower=0, clean=0, overwrite_a=True)
+    if info == 0:
+        inv, info = lapack.dpotri(c, lower=0, overwrite_c=True)
+    if info != 0:
+        # K + αI rounded to indefinite: eigendecomposition, eigenvalues held at ≥ α
+        w, V = np.linalg.eigh(_kernel_matrix(Xr[:n], length_scale=length_scale, alpha=alpha))
+        inv = np.asfortranarray((V / np.maximum(w, alpha)) @ V.T)
+    if n == N:
+        S = inv
+    else:
+        S = np.zeros((N, N), order="F")
+        S[:n, :n] = inv
+    dual = np.zeros_like(Yr)
+    for j in range(Yr.shape[1]):
+        dual[:, j] = blas.dsymv(1.0, S, Yr[:, j])
+    return S, dual
