@@ -14,7 +14,9 @@ An orthogonal row rotation ``T`` maps ``R → T R``, ``R⁺ → R⁺ Tᵀ``, ``�
 
 import numpy as np
 
-__all__ = ["GivensWindow"]
+from ._window import WindowBuffer, normalise_rows
+
+__all__ = ["GivensSolver", "GivensWindow"]
 
 _EPS = np.finfo(np.float64).eps
 
@@ -225,3 +227,47 @@ class GivensWindow:
             #   β ← β − k (y_o − aᵀβ)/(1 − aᵀk)
             Kt += np.outer(Kt @ a, k / (1.0 - t))
             self.beta -= np.outer(k, (M[0, eta] - a @ self.beta) / (1.0 - t))
+
+
+class GivensSolver:
+    """The window solver interface around :class:`GivensWindow` (``solver="givens"``).
+
+    Parameters
+    ----------
+    window_size, n_features, n_targets : int
+        ``N``, ``D`` and the columns of the targets.
+    forgetting_factor, alpha : float
+        ``λ`` and ``α``.
+    """
+
+    def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha):
+        self.buf = WindowBuffer(window_size=window_size, n_features=n_features, n_targets=n_targets, gram=False)
+        self.window = GivensWindow(
+            n_features=n_features, n_targets=n_targets, window_size=window_size,
+            forgetting_factor=forgetting_factor, alpha=alpha,
+        )
+        self.n_orthogonal = 0
+
+    def update(self, Z, Y, *, predict):
+        """Learn the rows of ``Z`` one at a time; return the prequential predictions."""
+        Y_pred = np.empty((Z.shape[0], Y.shape[1])) if predict else None
+        Zh, s = normalise_rows(Z)
+        for t in range(Z.shape[0]):
+            if predict:
+                Y_pred[t] = Z[t] @ self.window.beta
+            self.window.update(Z[t], Y[t])
+            self.buf.push(Zh[t], s[t], Y[t])
+        return Y_pred
+
+    def coef(self):
+        """``β`` of the current window, shape ``(D, n_targets)``."""
+        return self.window.beta
+
+    def checkpoint(self, n_rows):
+        """A record to undo the next ``n_rows`` rows with (see :meth:`restore`)."""
+        return self.window.copy(), self.buf.checkpoint(n_rows)
+
+    def restore(self, record):
+        """Put the solver back as it was at :meth:`checkpoint`."""
+        self.window, token = record
+        self.buf.restore(token)

@@ -21,9 +21,19 @@ No state is carried from one window to the next, so nothing drifts over long str
 """
 
 import numpy as np
-from scipy.linalg.blas import dnrm2 as _nrm2
+from scipy.linalg import lapack, qr, qr_delete, qr_insert, solve_triangular
 
-__all__ = ["GRAM_KAPPA_MAX", "solve_normal_stack", "lstsq_stack"]
+from ._window import WindowBuffer, normalise_rows
+
+__all__ = [
+    "GRAM_KAPPA_MAX",
+    "BlockRow",
+    "CoreBlockSolver",
+    "SlidingQR",
+    "lstsq_stack",
+    "pinv_apply",
+    "solve_normal_stack",
+]
 
 #: Largest condition-number bound of a Gram matrix ``S`` (≈ κ(Ã)²) accepted on the fast
 #: route. Its rounding error is about ``κ(S) · eps ≈ 2e-10`` relative at this bound; worse
@@ -159,118 +169,267 @@ def lstsq_stack(A, Y, *, alpha=0.0):
     return beta, s
 
 
+
+def pinv_apply(s, *, alpha, n, D):
+    """The factors ``f(s)`` that turn singular values into the solution's.
+
+    ``s / (s² + α)`` for a ridge, else ``1/s`` above :func:`numpy.linalg.lstsq`'s cut-off
+    ``eps · max(n, D) · s_max`` and ``0`` below it.
+    """
+    if alpha > 0.0:
+        return s / (s * s + alpha)
+    cut = np.finfo(np.float64).eps * max(n, D) * (s[0] if s.size else 0.0)
+    with np.errstate(divide="ignore"):
+        return np.where(s > cut, 1.0 / s, 0.0)
+
+
 class SlidingQR:
-    """Economic QR of the transposed window, slid one row at a time (orthogonal route).
+    """Economic QR factors of the weighted window, slid one row at a time.
 
-    For the window ``Ã = W½ Z`` (``N`` rows, oldest first) it keeps ::
+    With ``Ã = W½ Z`` the window (``n`` rows, oldest first):
 
-        Ãᵀ = Qᵀ_rows · R        Qt (N×D) orthonormal rows, R (N×N) upper triangular
+    * ``orientation="columns"`` (``D ≥ N``): ``Ãᵀ = Q R``, ``Q`` of shape ``(D, n)``,
+      ``R`` ``(n, n)``; then ``Ã = Rᵀ Qᵀ`` and ``pinv(Ã) = Q pinv(Rᵀ)``.
+    * ``orientation="rows"`` (``D < N``): ``Ã = Q R``, ``Q`` ``(n, D)``, ``R`` ``(D, D)``;
+      then ``pinv(Ã) = pinv(R) Qᵀ``.
 
-    so that ``Ã = Rᵀ Qt`` and, with ``R = U S Vᵀ``, ``pinv(Ã) = Qtᵀ U S⁺ Vᵀ`` — the
-    singular values of ``Ã`` are those of ``R``, and the cut-off is :func:`lstsq_stack`'s.
-    Sliding (drop the oldest row, age the others by ``√λ``, append the new one) costs
-    ``O(N·D)``: Givens rotations restore ``R`` after its first column is removed (applied
-    to the rows of ``Qt``), the new row is orthogonalised against ``Qt`` twice (classical
-    Gram–Schmidt with reorthogonalisation). Every ``N`` slides the factorisation is
-    recomputed from the window (``O(N²·D)``), so rounding cannot accumulate.
+    invariant: ``Q`` has orthonormal columns and ``Q R`` is ``Ãᵀ`` (or ``Ã``).
+
+    A slide removes the oldest row (:func:`scipy.linalg.qr_delete`), ages the rest (the
+    weights are a uniform scale: ``R ← √λ R``) and appends the new row with weight 1
+    (:func:`scipy.linalg.qr_insert`): ``O(N·D)``, no product of ``Ã`` with itself, so the
+    condition number is not squared. Every ``N`` slides the factors are recomputed from
+    the window, so rounding cannot accumulate.
     """
 
-    def __init__(self, A):
+    def __init__(self, A, *, orientation, window_size):
+        self.orientation = orientation
+        self.N = window_size
         self.refactor(A)
 
     def refactor(self, A):
-        # Ãᵀ = Q R (numpy's Householder QR), Qt = Qᵀ
-        Q, self.R = np.linalg.qr(A.T)
-        self.Qt = np.ascontiguousarray(Q.T)
+        """Factorise the weighted window ``A`` (oldest row first) from scratch."""
+        M = A.T if self.orientation == "columns" else A
+        self.Q, self.R = qr(M, mode="economic", check_finite=False)
+        self.n = A.shape[0]
         self.slides = 0
 
-    def slide(self, a, sqrt_lam):
-        """Drop the oldest row, scale the others by ``√λ``, append ``a`` (weight 1)."""
-        R, Qt = self.R, self.Qt
-        n = R.shape[0]
-        # R[:, 1:] is upper Hessenberg: rotations (i, i+1) zero its subdiagonal;
-        # the same rotations applied to the rows of Qt keep Ãᵀ = Qtᵀ R
-        H = R[:, 1:].copy()
-        for i in range(n - 1):
-            x, y = H[i, i], H[i + 1, i]
-            if y == 0.0:
-                continue
-            r = np.hypot(x, y)
-            c, s = x / r, y / r
-            Hi, Hj = H[i, i:].copy(), H[i + 1, i:]
-            H[i, i:] = c * Hi + s * Hj
-            H[i + 1, i:] = c * Hj - s * Hi
-            Qi = Qt[i].copy()
-            Qt[i] = c * Qi + s * Qt[i + 1]
-            Qt[i + 1] = c * Qt[i + 1] - s * Qi
-        # the last row of H is now zero: drop it (and the last row of Qt)
-        R_keep = H[: n - 1] * sqrt_lam
-        Q_keep = Qt[: n - 1]
-        # classical Gram–Schmidt with reorthogonalisation (DGKS): a = Qtᵀ r + ρ q, q ⊥ Qt;
-        # repeat while a pass removes more than half of what is left
-        norm_a = _nrm2(a)  # BLAS nrm2 scales: no overflow for huge rows
-        r = np.zeros(n - 1)
-        v, norm_prev = a, norm_a
-        for _ in range(4):
-            rr = Q_keep @ v
-            v = v - rr @ Q_keep
-            r += rr
-            rho = _nrm2(v)
-            if rho > 0.5 * norm_prev:
-                break
-            norm_prev = rho
-        if rho > np.finfo(float).eps * max(n, a.shape[0]) * norm_a:
-            q = v / rho
+    def slide(self, a, *, sqrt_lam, drop):
+        """Drop the oldest row when ``drop``, scale the rest by ``√λ``, append ``a``.
+
+        Returns False when the factors could not be slid reliably (a row deleted from the
+        economic factors of a rank-deficient tall window); the caller then refactorises.
+        """
+        which = "col" if self.orientation == "columns" else "row"
+        if drop and self.orientation == "rows":
+            # deleting a row from economic factors needs R nonsingular
+            dR = np.abs(self.R.diagonal())
+            if not dR.min() > np.finfo(float).eps * max(self.n, self.Q.shape[1]) * dR.max():
+                return False
+        if drop:
+            Q, R = qr_delete(self.Q, self.R, 0, which=which, check_finite=False)
+            k = min(R.shape)
+            # a square Q (a full, not economic, factorisation) comes back square: trim it
+            self.Q, self.R = Q[:, :k], R[:k]
+            self.n -= 1
+        if sqrt_lam != 1.0:
+            self.R = self.R * sqrt_lam  # a new array: checkpoints keep the old one
+        if self.orientation == "rows":
+            self.Q, self.R = qr_insert(self.Q, self.R, a, self.n, which="row", check_finite=False)
+        elif not np.any(a):
+            self._append_dependent_column(a)
         else:
-            # a is in the span to rounding (below lstsq's cut-off): ρ = 0 and any unit
-            # vector ⊥ Qt keeps the factorisation; take the coordinate axis least
-            # represented in Qt, orthogonalised twice
-            e = np.zeros_like(a)
-            e[np.argmin((Q_keep * Q_keep).sum(axis=0))] = 1.0
-            e -= (Q_keep @ e) @ Q_keep
-            e -= (Q_keep @ e) @ Q_keep
-            q, rho = e / np.sqrt(e @ e), 0.0
-        self.R = np.zeros((n, n))
-        self.R[: n - 1, : n - 1] = R_keep
-        self.R[: n - 1, n - 1] = r
-        self.R[n - 1, n - 1] = rho
-        self.Qt = np.vstack([Q_keep, q])
+            try:
+                Q, R = qr_insert(self.Q, self.R, a, self.n, which="col", check_finite=False)
+                q = Q[:, -1]
+                ok = abs(q @ q - 1.0) <= 1e-10
+            except np.linalg.LinAlgError:
+                ok = False
+            if ok:
+                self.Q, self.R = Q, R
+            else:
+                # ``a`` lies in the span of the window's rows (to rounding): R grows by
+                # the column Qᵀa and a zero, Q by any unit vector orthogonal to it
+                self._append_dependent_column(a)
+        self.n += 1
         self.slides += 1
+        if self.orientation == "rows":
+            # probe the invariant QᵀQ = I along a fixed direction (O(N·D))
+            v = _probes(self.Q.shape[1])[:, 0]
+            Qv = self.Q @ v
+            if not abs(Qv @ Qv - 1.0) <= 1e-10:
+                return False
+        return True
+
+    def _append_dependent_column(self, a):
+        Q = self.Q
+        e = np.zeros(Q.shape[0])
+        e[np.argmin(np.einsum("ij,ij->i", Q, Q))] = 1.0
+        for _ in range(2):  # Gram–Schmidt twice
+            e -= Q @ (Q.T @ e)
+        q = e / np.linalg.norm(e)
+        n = self.R.shape[0]
+        R = np.zeros((n + 1, n + 1))
+        R[:n, :n] = self.R
+        R[:n, n] = Q.T @ a
+        R[n, n] = q @ a
+        self.Q, self.R = np.column_stack([Q, q]), R
 
     def solve(self, Yw, *, alpha):
-        """``lstsq([Ã; √α I], [Ỹ; 0])`` from the factors, ``O(N³ + N·D)``."""
-        n, D = self.R.shape[0], self.Qt.shape[1]
-        U, s, Vt = np.linalg.svd(self.R)
-        if alpha > 0.0:
-            f = s / (s * s + alpha)
-        else:
-            cut = np.finfo(np.float64).eps * max(n, D) * (s[0] if s.size else 0.0)
-            with np.errstate(divide="ignore"):
-                f = np.where(s > cut, 1.0 / s, 0.0)
-        # Ã = Rᵀ Qt = V S Uᵀ Qt  ⇒  pinv(Ã) = Qtᵀ U S⁺ Vᵀ
-        return self.Qt.T @ (U @ (f[:, None] * (Vt @ Yw)))
+        """``lstsq([Ã; √α I], [Ỹ; 0])`` from the factors.
+
+        ``O(n²)`` plus one product with ``Q`` when ``R`` is safely invertible (a
+        triangular solve), ``O(n³)`` (an SVD of ``R``) when the window is close to rank
+        deficiency or ``alpha > 0``.
+        """
+        Q, R = self.Q, self.R
+        n_rows, D = (R.shape[0], Q.shape[0]) if self.orientation == "columns" else (Q.shape[0], Q.shape[1])
+        if alpha == 0.0 and R.shape[0] == R.shape[1] and R.size:
+            rcond, info = lapack.dtrcon(R, norm="1", uplo="U", diag="N")
+            # the 1-norm estimate is within a factor n of the 2-norm one; stay far from
+            # lstsq's cut-off eps·max(n, D)
+            if info == 0 and rcond > 1e3 * np.finfo(float).eps * max(n_rows, D) * R.shape[0]:
+                if self.orientation == "columns":
+                    # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
+                    return Q @ solve_triangular(R, Yw, trans="T", check_finite=False)
+                return solve_triangular(R, Q.T @ Yw, check_finite=False)
+        U, s, Vt = np.linalg.svd(R)
+        f = pinv_apply(s, alpha=alpha, n=n_rows, D=D)
+        if self.orientation == "columns":
+            # Ã = Rᵀ Qᵀ = V s Uᵀ Qᵀ ⇒ β = Q U f(s) Vᵀ Ỹ
+            return Q @ (U @ (f[:, None] * (Vt @ Yw)))
+        # Ã = Q U s Vᵀ ⇒ β = V f(s) Uᵀ Qᵀ Ỹ
+        return Vt.T @ (f[:, None] * (U.T @ (Q.T @ Yw)))
 
 
-def sliding_lstsq(rows, Yw, windows, *, window_size, sqrt_w, forgetting_factor, alpha):
-    """Orthogonal-route solutions of the windows ``windows`` (sorted) of ``rows``.
+class CoreBlockSolver:
+    """Shared skeleton of the block solvers (:mod:`._dual_solver`, :mod:`._primal_solver`).
 
-    Window ``j`` is ``rows[j : j + N]`` weighted by ``sqrt_w``; ``Yw[j]`` its weighted
-    targets. Consecutive windows (gaps shorter than ``N``) are reached by sliding a
-    :class:`SlidingQR`; a longer gap, or ``N`` slides, refactorises from scratch.
-
-    Returns
-    -------
-    beta : ndarray of shape (len(windows), D, n_targets)
+    Rows are learned one at a time into a :class:`WindowBuffer`. Every ``b`` rows a new
+    *block* refactorises the rows that stay in the window for the whole block (the core);
+    the other rows of the block's windows (the periphery) enter one by one. Subclasses
+    provide the block (``_new_block``), a window's factorisation or ``None`` when the
+    window must go to the orthogonal route (``_factor_window``), a prediction from it
+    (``_predict``) and the coefficients (``_coef``). Windows sent to the orthogonal route
+    are solved by a :class:`SlidingQR` kept slid while it is in use (``O(N·D)`` a row)
+    and dropped after ``N`` rows without use.
     """
-    N = window_size
-    sqrt_lam = float(np.sqrt(forgetting_factor))
-    out = np.empty((len(windows), rows.shape[1], Yw.shape[2]))
-    qr, at = None, None
-    for k, j in enumerate(windows):
-        if qr is None or j - at > N or qr.slides + (j - at) > N:
-            qr, at = SlidingQR(rows[j : j + N] * sqrt_w[:, None]), j
-        while at < j:
-            at += 1
-            qr.slide(rows[at + N - 1], sqrt_lam)
-        out[k] = qr.solve(Yw[j], alpha=alpha)
-    return out
+
+    orientation = None  # of the SlidingQR: "columns" (D ≥ N) or "rows" (D < N)
+
+    def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size, gram):
+        self.N, self.D, self.c = window_size, n_features, n_targets
+        self.lam = float(forgetting_factor)
+        self.alpha = float(alpha)
+        self.b = int(block_size)
+        self.buf = WindowBuffer(
+            window_size=window_size, n_features=n_features, n_targets=n_targets, gram=gram
+        )
+        self.block = None
+        self.orth = None
+        self.orth_idle = 0
+        self.n_orthogonal = 0
+
+    def update(self, Z, Y, *, predict):
+        """Learn the rows of ``Z`` in order; return the prequential predictions if asked."""
+        Zh, s = self._normalise(Z)
+        Y_pred = np.zeros((Z.shape[0], self.c)) if predict else None
+        for i in range(Z.shape[0]):
+            self._step(Zh[i], s[i], Y[i], None if Y_pred is None else Y_pred[i], Z[i])
+        return Y_pred
+
+    def coef(self):
+        """``β`` of the current window, shape ``(D, n_targets)``."""
+        if self.buf.n == 0:
+            return np.zeros((self.D, self.c))
+        blk = self._block()
+        fact = self._factor_window(blk)
+        return self._orthogonal_beta() if fact is None else self._coef(blk, fact)
+
+    def checkpoint(self, n_rows):
+        """A record to undo the next ``n_rows`` rows with (see :meth:`restore`)."""
+        blk, orth = self.block, self.orth
+        return (
+            dict(self.__dict__),
+            self.buf.checkpoint(n_rows),
+            None if blk is None else (blk.m, blk.j, blk.dropped),
+            None if orth is None else dict(orth.__dict__),
+        )
+
+    def restore(self, record):
+        """Put the solver back as it was at :meth:`checkpoint`.
+
+        Exact because nothing written since is read again: the buffer's overwritten slots
+        are put back, a block only appends after its counters, and the orthogonal
+        factors are replaced, not modified.
+        """
+        attrs, buf_token, counters, orth_attrs = record
+        self.__dict__.clear()
+        self.__dict__.update(attrs)
+        self.buf.restore(buf_token)
+        if counters is not None:
+            self.block.m, self.block.j, self.block.dropped = counters
+        if orth_attrs is not None:
+            self.orth.__dict__.clear()
+            self.orth.__dict__.update(orth_attrs)
+
+    def _normalise(self, Z):
+        return normalise_rows(Z)
+
+    def _block(self):
+        if self.block is None or self.block.j == self.block.b:
+            self.block = self._new_block()
+        return self.block
+
+    def _step(self, zh, s, y, out, z):
+        buf = self.buf
+        blk = self._block()
+        fact = self._factor_window(blk) if out is not None and buf.n else None
+        row = blk.add_row(zh, s, y)
+        if out is not None and buf.n:
+            out[:] = z @ self._orthogonal_beta() if fact is None else self._predict(blk, fact, row, s)
+        full = buf.n == buf.N
+        buf.push(zh, s, y, row.k_ring)
+        blk.slot[blk.m - 1] = (buf.pos - 1) % buf.N
+        blk.j += 1
+        if full:
+            blk.dropped += 1  # the oldest row, an old periphery row, left the window
+        if self.orth is not None:
+            self._slide_orthogonal(z, drop=full)
+
+    def _orthogonal_beta(self):
+        """``β`` of the current window on the orthogonal route."""
+        buf = self.buf
+        sw = buf.sqrt_weights(self.lam)
+        Z, Y = buf.raw()
+        self.n_orthogonal += 1
+        if self.orientation == "rows" and buf.n <= self.D:
+            # a window with no more rows than features: from scratch, O(n·D²) with n ≤ D
+            return lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha)[0][0]
+        if self.orth is None:
+            self.orth = SlidingQR(Z * sw[:, None], orientation=self.orientation, window_size=self.N)
+        self.orth_idle = 0
+        return self.orth.solve(Y * sw[:, None], alpha=self.alpha)
+
+    def _slide_orthogonal(self, z, *, drop):
+        self.orth_idle += 1
+        if self.orth_idle > self.N:
+            self.orth = None  # no ill-conditioned window for N rows: stop sliding
+        elif self.orth.slides >= self.N:
+            Z, _ = self.buf.raw()
+            self.orth.refactor(Z * self.buf.sqrt_weights(self.lam)[:, None])
+        elif not self.orth.slide(z, sqrt_lam=float(np.sqrt(self.lam)), drop=drop):
+            if self.buf.n <= self.D and self.orientation == "rows":
+                self.orth = None  # too few rows for tall factors: from scratch when needed
+                return
+            Z, _ = self.buf.raw()
+            self.orth.refactor(Z * self.buf.sqrt_weights(self.lam)[:, None])
+
+
+class BlockRow:
+    """What a row's entry into the periphery hands back to the prediction."""
+
+    __slots__ = ("k_ring", "r", "t")
+
+    def __init__(self, k_ring, r, t):
+        self.k_ring, self.r, self.t = k_ring, r, t

@@ -7,6 +7,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 from _oracle import augmented_ridge, prequential_oracle, window_lstsq
+from _state import assert_same_state
 
 from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
 from sklearn_orfit.datasets import make_abo_series, make_lagged
@@ -222,10 +223,7 @@ def test_rejected_partial_fit_leaves_state_unchanged(X_bad, y_bad, match):
         yb = np.column_stack([yb, yb])
     with pytest.raises(ValueError, match=match):
         reg.partial_fit(Xb, yb)
-    after = reg.__dict__
-    assert before.keys() == after.keys()
-    for k, v in before.items():
-        assert np.array_equal(np.asarray(v), np.asarray(after[k])), k
+    assert_same_state(before, reg.__dict__)
     # and the stream continues as if nothing happened
     ref = QREWRLSRegressor(N).partial_fit(Z[:50], y[:50]).partial_fit(Z[50:], y[50:])
     assert np.array_equal(reg.partial_fit(Z[50:], y[50:]).coef_, ref.coef_)
@@ -276,9 +274,7 @@ def test_rejected_fit_keeps_the_previous_stream():
     Zb[5, 3] = np.inf
     with pytest.raises(ValueError, match="infinity"):
         reg.fit(Zb, y)
-    assert before.keys() == reg.__dict__.keys()
-    for k, v in before.items():
-        assert np.array_equal(np.asarray(v), np.asarray(reg.__dict__[k])), k
+    assert_same_state(before, reg.__dict__)
 
 
 @pytest.mark.parametrize("solver", ["auto", "givens"])

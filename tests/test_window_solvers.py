@@ -1,39 +1,87 @@
-"""The window solvers' invariants, checked directly (scipy ``_decomp_update`` style)."""
+"""The window solvers' invariants, checked directly (scipy ``_decomp_update`` style), and
+each solver against the from-scratch oracle at every step of long windows."""
 
 import numpy as np
 import pytest
-from _oracle import prequential_oracle
+from _oracle import augmented_ridge, prequential_oracle
 
-from sklearn_orfit import QREWRLSRegressor, prequential_predict
+from sklearn_orfit._batch_solver import BatchSolver
+from sklearn_orfit._dual_solver import DualSolver
+from sklearn_orfit._givens import GivensSolver, GivensWindow
+from sklearn_orfit._primal_solver import PrimalSolver
+from sklearn_orfit._window import WindowBuffer, normalise_rows
 from sklearn_orfit._window_solvers import SlidingQR, lstsq_stack, solve_normal_stack
 
 EPS = np.finfo(np.float64).eps
 
 
+def stream(kind, n, D, seed=0):
+    rng = np.random.default_rng(seed)
+    if kind == "low_rank":
+        Z = rng.normal(size=(n, 3)) @ rng.normal(size=(3, D))
+    else:
+        Z = rng.normal(size=(n, D))
+    if kind == "duplicated":
+        Z[n // 4 : n // 2] = Z[n // 4]
+        Z[3 * n // 4 : 3 * n // 4 + 4] = Z[3 * n // 4 - 1]
+    if kind == "zero_rows":
+        Z[::7] = 0.0
+    if kind == "graded":  # rows of very different norms
+        Z *= np.logspace(-6, 6, n)[:, None]
+    return Z, rng.normal(size=n)
+
+
+def assert_oracle(pred, Z, y, N, lam, alpha, factor=100 * EPS):
+    o_pred, kappa, o_beta = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=alpha)
+    scale = np.abs(o_pred).max()
+    tol = np.maximum(1e-9, factor * kappa) * scale
+    err = np.abs(pred.reshape(o_pred.shape) - o_pred).max(axis=1)
+    worst = int(np.argmax(err / tol))
+    assert np.all(err <= tol), f"step {worst}: {err[worst]:.3e} > {tol[worst]:.3e} (κ = {kappa[worst]:.2e})"
+    return o_beta, kappa
+
+
+# ---------------------------------------------------------------------- SlidingQR
 @pytest.mark.parametrize("lam", [1.0, 0.9])
-@pytest.mark.parametrize("kind", ["generic", "rank2", "zeros_then_rows"])
-def test_sliding_qr_keeps_its_invariant(kind, lam):
-    # invariant after every slide: Qt Qtᵀ = I and Qtᵀ R = Ãᵀ (the weighted window)
-    rng = np.random.default_rng(0)
-    N, D, T = 6, 15, 60
-    rows = rng.normal(size=(T, D))
-    if kind == "rank2":
-        rows = rng.normal(size=(T, 2)) @ rng.normal(size=(2, D))
-    elif kind == "zeros_then_rows":
-        rows[:N] = 0.0
+@pytest.mark.parametrize("kind", ["generic", "low_rank", "zero_rows", "duplicated"])
+def test_sliding_qr_columns_keeps_its_invariant(kind, lam):
+    # invariant after every slide: QᵀQ = I and Q R = Ãᵀ (the weighted window, D ≥ N)
+    N, D, T = 8, 15, 70
+    rows, y = stream(kind, T, D)
     sw = np.sqrt(lam) ** np.arange(N - 1, -1, -1)
-    qr = SlidingQR(rows[:N] * sw[:, None])
+    qr = SlidingQR(rows[:N] * sw[:, None], orientation="columns", window_size=10**9)
     for at in range(1, T - N + 1):
-        qr.slide(rows[at + N - 1], np.sqrt(lam))
+        assert qr.slide(rows[at + N - 1], sqrt_lam=np.sqrt(lam), drop=True)
         A = rows[at : at + N] * sw[:, None]
         scale = max(1.0, np.abs(A).max())
-        np.testing.assert_allclose(qr.Qt @ qr.Qt.T, np.eye(N), atol=50 * EPS * at)
-        np.testing.assert_allclose(qr.Qt.T @ qr.R, A.T, atol=50 * EPS * at * scale)
+        np.testing.assert_allclose(qr.Q.T @ qr.Q, np.eye(N), atol=50 * EPS * at)
+        np.testing.assert_allclose(qr.Q @ qr.R, A.T, atol=50 * EPS * at * scale)
         assert np.allclose(np.tril(qr.R, -1), 0.0)
-        y = rng.normal(size=(N, 1))
-        beta = qr.solve(y, alpha=0.0)
-        ref = np.linalg.lstsq(A, y, rcond=None)[0]
-        np.testing.assert_allclose(beta, ref, atol=1e-9 * max(1.0, np.abs(ref).max()))
+        Yw = (y[at : at + N] * sw)[:, None]
+        ref = np.linalg.lstsq(A, Yw, rcond=None)[0]
+        np.testing.assert_allclose(qr.solve(Yw, alpha=0.0), ref, atol=1e-9 * max(1.0, np.abs(ref).max()))
+        np.testing.assert_allclose(qr.solve(Yw, alpha=0.1), augmented_ridge(A, Yw, 0.1), atol=1e-10)
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.9])
+def test_sliding_qr_rows_keeps_its_invariant_or_asks_for_a_refactorisation(lam):
+    N, D, T = 12, 4, 80
+    rows, y = stream("generic", T, D)
+    rows[40:60] = rows[40]  # windows of rank one: the economic row deletion cannot go on
+    sw = np.sqrt(lam) ** np.arange(N - 1, -1, -1)
+    qr = SlidingQR(rows[:N] * sw[:, None], orientation="rows", window_size=10**9)
+    refused = 0
+    for at in range(1, T - N + 1):
+        A = rows[at : at + N] * sw[:, None]
+        if not qr.slide(rows[at + N - 1], sqrt_lam=np.sqrt(lam), drop=True):
+            refused += 1
+            qr.refactor(A)
+        np.testing.assert_allclose(qr.Q.T @ qr.Q, np.eye(D), atol=1e-12)
+        np.testing.assert_allclose(qr.Q @ qr.R, A, atol=1e-12 * max(1.0, np.abs(A).max()))
+        Yw = (y[at : at + N] * sw)[:, None]
+        ref = np.linalg.lstsq(A, Yw, rcond=None)[0]
+        np.testing.assert_allclose(qr.solve(Yw, alpha=0.0), ref, atol=1e-9 * max(1.0, np.abs(ref).max()))
+    assert refused > 0
 
 
 def test_lstsq_stack_matches_numpy_lstsq_including_rank_deficient():
@@ -68,18 +116,138 @@ def test_normal_stack_flags_what_it_cannot_solve_accurately():
     assert kappa[2] < 1e6
 
 
-@pytest.mark.parametrize("lam", [1.0, 0.95])
-def test_ill_conditioned_stream_takes_the_sliding_route_and_stays_exact(lam):
-    # small-σ-like features: rows close to a 3-dimensional subspace, every window flagged
+# ---------------------------------------------------------------------- the window buffer
+def test_normalise_rows_is_exact_at_every_scale():
     rng = np.random.default_rng(3)
-    T, D, N = 160, 40, 25
-    base = rng.normal(size=(T, 3)) @ rng.normal(size=(3, D))
-    Z = base + 1e-5 * rng.normal(size=(T, D))
+    Z = rng.normal(size=(6, 5)) * np.array([1e-300, 1e-160, 1.0, 1e160, 1e300, 0.0])[:, None]
+    Zh, s = normalise_rows(Z)
+    np.testing.assert_allclose(np.linalg.norm(Zh[:5], axis=1), 1.0, rtol=1e-15)
+    assert s[5] == 0 and not Zh[5].any()
+    np.testing.assert_allclose(Zh[:5] * s[:5, None], Z[:5], rtol=1e-15)
+
+
+def test_window_buffer_gram_and_undo():
+    rng = np.random.default_rng(4)
+    buf = WindowBuffer(window_size=5, n_features=3, n_targets=1, gram=True)
+    Zh, s = normalise_rows(rng.normal(size=(12, 3)))
+    for t in range(12):
+        token = buf.checkpoint(1)
+        before = (buf.Zh.copy(), buf.G.copy(), buf.pos, buf.n)
+        buf.push(Zh[t], s[t], [t], buf.Zh @ Zh[t])
+        sl = buf.slots()
+        np.testing.assert_allclose(buf.G[np.ix_(sl, sl)], buf.Zh[sl] @ buf.Zh[sl].T, atol=1e-15)
+        if t % 3 == 0:  # undo and redo
+            buf.restore(token)
+            assert np.array_equal(buf.Zh, before[0]) and np.array_equal(buf.G, before[1])
+            assert (buf.pos, buf.n) == before[2:]
+            buf.push(Zh[t], s[t], [t], buf.Zh @ Zh[t])
+
+
+# ---------------------------------------------------------------------- block solvers
+def _block_invariants(solver):
+    """Core factor, Schur complement and periphery products against their definitions."""
+    blk, buf = solver.block, solver.buf
+    if isinstance(solver, DualSolver):
+        A = blk.slots_A
+        K = buf.G[np.ix_(A, A)] + np.diag(solver._shift(A))
+        if blk.core_ok and A.size:
+            np.testing.assert_allclose(blk.L @ blk.L.T, K, atol=1e-13 * max(1, np.abs(K).max()))
+            P = blk.slot[: blk.m]
+            live = np.arange(blk.dropped, blk.m)
+            KAP = buf.G[np.ix_(A, P[live])]
+            np.testing.assert_allclose(blk.L @ blk.R[:, live], KAP, atol=1e-12)
+            # T_pq = k̂_pq − r_p·r_q, the Schur complement of the core
+            S = buf.G[np.ix_(P[live], P[live])] + np.diag(solver._shift(P[live]))
+            S -= KAP.T @ np.linalg.solve(K, KAP)
+            np.testing.assert_allclose(blk.T[np.ix_(live, live)], S, atol=1e-8 * np.linalg.cond(K))
+    else:
+        A = blk.slots_A
+        if blk.core_ok and A.size:
+            # r_p = L_A⁻¹ ẑ_p/d for every live periphery row
+            live = np.arange(blk.dropped, blk.m)
+            Zd = buf.Zh[blk.slot[live]] / blk.d
+            np.testing.assert_allclose(blk.L @ blk.R[:, live], Zd.T, atol=1e-12)
+            np.testing.assert_allclose(blk.T[np.ix_(live, live)], blk.R[:, live].T @ blk.R[:, live], atol=1e-12)
+
+
+SOLVERS = {"dual": (DualSolver, 60), "primal": (PrimalSolver, 8)}
+
+
+@pytest.mark.parametrize("route", ["dual", "primal"])
+@pytest.mark.parametrize("kind", ["generic", "low_rank", "duplicated", "zero_rows", "graded"])
+@pytest.mark.parametrize("lam, alpha", [(1.0, 0.0), (0.9, 0.0), (0.5, 0.0), (1.0, 1e-2)])
+def test_block_solver_matches_oracle_at_every_step(route, kind, lam, alpha):
+    cls, D = SOLVERS[route]
+    N, T = 24, 260
+    Z, y = stream(kind, T, D, seed=7)
+    if alpha and kind == "graded":
+        pytest.skip("the ridge oracle solves normal equations; graded rows defeat it")
+    solver = cls(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha, block_size=7)
+    preds = []
+    for a, b in [(0, 1), (1, 30), (30, 31), (31, 200), (200, T)]:
+        preds.append(solver.update(Z[a:b], y[a:b, None], predict=True))
+        _block_invariants(solver)
+    o_beta, kappa = assert_oracle(np.concatenate(preds), Z, y, N, lam, alpha)
+    scale = np.abs(o_beta).max()
+    np.testing.assert_allclose(solver.coef(), o_beta, atol=max(1e-9, 100 * EPS * kappa[-1]) * scale * 10)
+
+
+@pytest.mark.parametrize("route", ["dual", "primal"])
+def test_block_solver_ridge_against_augmented_lstsq(route):
+    # graded columns: the ridge oracle must be the orthogonal one (augmented lstsq)
+    cls, D = SOLVERS[route]
+    N, T = 20, 120
+    rng = np.random.default_rng(8)
+    Z = rng.normal(size=(T, D)) * np.logspace(-4, 4, D)
     y = rng.normal(size=T)
-    reg = QREWRLSRegressor(N, forgetting_factor=lam)
-    y_pred = prequential_predict(reg, Z, y)
-    o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=0)
-    assert reg.n_orthogonal_windows_ > T // 2
-    scale = np.abs(o_pred).max()
-    tol = np.maximum(1e-9, 100 * EPS * kappa) * scale
-    assert np.all(np.abs(y_pred - o_pred[:, 0]) <= tol)
+    solver = cls(window_size=N, n_features=D, n_targets=1, forgetting_factor=1.0, alpha=1e-2, block_size=5)
+    p = solver.update(Z, y[:, None], predict=True)[:, 0]
+    o = np.array([0.0] + [Z[t] @ augmented_ridge(Z[max(0, t - N) : t], y[max(0, t - N) : t, None], 1e-2)[:, 0] for t in range(1, T)])
+    np.testing.assert_allclose(p, o, atol=1e-10 * np.abs(o).max())
+
+
+@pytest.mark.parametrize("cls", [DualSolver, PrimalSolver, BatchSolver, GivensSolver])
+def test_every_solver_undoes_a_call_exactly(cls):
+    from _state import assert_same_state
+
+    N, D = (30, 80) if cls is not PrimalSolver else (30, 6)
+    Z, y = stream("generic", 150, D, seed=9)
+    make = lambda: cls(window_size=N, n_features=D, n_targets=1, forgetting_factor=0.95, alpha=0.0)  # noqa: E731
+    solver, ref = make(), make()
+    solver.update(Z[:70], y[:70, None], predict=True)
+    ref.update(Z[:70], y[:70, None], predict=True)
+    import copy
+
+    before = copy.deepcopy(solver)
+    for n_rows in [1, 5, 40]:
+        record = solver.checkpoint(n_rows)
+        solver.update(Z[70 : 70 + n_rows], y[70 : 70 + n_rows, None], predict=True)
+        solver.restore(record)
+        assert np.array_equal(solver.coef(), before.coef())
+    assert np.array_equal(solver.update(Z[70:], y[70:, None], predict=True), ref.update(Z[70:], y[70:, None], predict=True))
+    assert_same_state(solver, ref)
+
+
+# ---------------------------------------------------------------------- the paper's recursion
+@pytest.mark.parametrize("D, lam", [(6, 1.0), (6, 0.9), (30, 0.9)])
+def test_givens_window_invariants(D, lam):
+    # A = Q R (R upper trapezoidal), R⁺ = pinv(R) (Penrose identities), β = R⁺η, η = QᵀỸ
+    N, T = 10, 60
+    Z, y = stream("generic", T, D, seed=10)
+    g = GivensWindow(n_features=D, n_targets=1, window_size=N, forgetting_factor=lam)
+    for t in range(T):
+        g.update(Z[t], y[t : t + 1])
+        n = g.n
+        lo = t + 1 - n
+        sw = np.sqrt(lam) ** np.arange(n - 1, -1, -1)
+        A, Yw = Z[lo : t + 1] * sw[:, None], y[lo : t + 1, None] * sw[:, None]
+        R, P, eta, Qt = (g.M[:n, sl] for sl in (g._R, g._P, g._eta, g._Qt))
+        Q = Qt[:, :n].T
+        np.testing.assert_allclose(Q.T @ Q, np.eye(n), atol=1e-13)
+        np.testing.assert_allclose(Q @ R, A, atol=1e-12)
+        assert np.allclose(np.tril(R, -1)[:, :n], 0.0)
+        Rp = P.T
+        np.testing.assert_allclose(R @ Rp @ R, R, atol=1e-10)
+        np.testing.assert_allclose(Rp @ R @ Rp, Rp, atol=1e-8 * max(1, np.abs(Rp).max()))
+        np.testing.assert_allclose(eta, Q.T @ Yw, atol=1e-12)
+        np.testing.assert_allclose(g.beta, Rp @ eta, atol=1e-9 * max(1, np.abs(g.beta).max()))

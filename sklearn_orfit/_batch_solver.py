@@ -1,0 +1,304 @@
+"""The from-scratch route for short windows: every window solved on its own, in batches.
+
+For a call of ``b`` rows, the ``b + 1`` windows it passes through (before each new row,
+and after the last) are independent small problems. In the unit-row coordinates of
+:mod:`._window` (``z = s·ẑ``, weights ``w = λ^age``)::
+
+    dual   (D ≥ N):  (K̂ + diag(α / (w s²))) â = y / s,        β = Ẑᵀ â
+    primal (D < N):  (Σ ω ẑẑᵀ + α/ω_max I) β = Σ (w s / ω_max) y ẑ,   ω = w s² / ω_max
+
+The inner products of a whole call come from a few matrix products (a band of the Gram
+matrix), the small systems are solved together (:func:`solve_normal_stack`), and a window
+whose Gram matrix is too ill-conditioned (or has an all-zero row) is recomputed on the
+orthogonal route (:func:`lstsq_stack`, :func:`numpy.linalg.lstsq`'s cut-off). Nothing is
+carried from one window to the next, so nothing drifts; the cost is ``O(N³)`` (dual) or
+``O(N·D² + D³)`` (primal) a window, the right trade for ``N`` up to a few tens, and the
+exact route for a ridge with forgetting (which does not scale with the weights).
+"""
+
+import numpy as np
+from scipy.linalg import lapack
+
+from ._window import WindowBuffer, normalise_rows
+from ._window_solvers import GRAM_KAPPA_MAX, _probes, lstsq_stack, solve_normal_stack
+
+__all__ = ["BatchSolver"]
+
+# numbers held by the temporary stacks of one block (≈ 32 MB)
+_BLOCK_NUMBERS = 2**22
+_SHIFT_MAX = 1e200
+
+
+class BatchSolver:
+    """Each window solved from scratch (see the module docstring).
+
+    Parameters
+    ----------
+    window_size, n_features, n_targets : int
+        ``N``, ``D`` and the columns of the targets.
+    forgetting_factor, alpha : float
+        ``λ`` and ``α``.
+    orthogonal_only : bool, default=False
+        Send every window to the orthogonal route (``solver="svd"``).
+    """
+
+    def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, orthogonal_only=False):
+        self.N, self.D, self.c = window_size, n_features, n_targets
+        self.lam, self.alpha = float(forgetting_factor), float(alpha)
+        self.orthogonal_only = orthogonal_only
+        self.dual = n_features >= window_size
+        self.buf = WindowBuffer(
+            window_size=window_size, n_features=n_features, n_targets=n_targets,
+            gram=self.dual and not orthogonal_only,
+        )
+        self.sw = np.sqrt(self.lam) ** np.arange(window_size - 1, -1, -1)  # oldest first
+        self.n_orthogonal = 0
+        self._beta = np.zeros((n_features, n_targets))
+
+    def coef(self):
+        """``β`` of the current window, shape ``(D, n_targets)``."""
+        return self._beta
+
+    def checkpoint(self, n_rows):
+        """A record to undo the next ``n_rows`` rows with (see :meth:`restore`)."""
+        # a call of several rows reloads the whole window
+        return dict(self.__dict__), self.buf.checkpoint(1 if n_rows == 1 else self.N)
+
+    def restore(self, record):
+        """Put the solver back as it was at :meth:`checkpoint`."""
+        attrs, token = record
+        self.__dict__.clear()
+        self.__dict__.update(attrs)
+        self.buf.restore(token)
+
+    def update(self, Z, Y, *, predict):
+        """Learn the rows of ``Z`` in order; return the prequential predictions if asked."""
+        Zh, s = normalise_rows(Z)
+        if Z.shape[0] == 1 and not self.orthogonal_only:
+            Y_pred = (Z @ self._beta) if predict else None
+            self._one(Zh[0], s[0], Y[0])
+            return Y_pred
+        Y_pred = np.empty((Z.shape[0], self.c)) if predict else None
+        N, D = self.N, self.D
+        rows = max(1, _BLOCK_NUMBERS // (N * (N + 1) if self.dual else (D * D + N * D)))
+        for a in range(0, Z.shape[0], rows):
+            b = min(a + rows, Z.shape[0])
+            Yp = self._block(Zh[a:b], s[a:b], Y[a:b], predict=predict)
+            if predict:
+                Y_pred[a:b] = Yp
+        return Y_pred
+
+    # ------------------------------------------------------------------ a block of rows
+    def _block(self, Zn, sn, Yn, *, predict):
+        """Windows ``j = 0 … b`` of ``E = [window (N rows, zero rows before the stream); new]``."""
+        N, b = self.N, Zn.shape[0]
+        buf = self.buf
+        pad_rows = N - buf.n
+        slots = buf.slots()
+        Zo = np.zeros((N, self.D))
+        so = np.zeros(N)
+        Yo = np.zeros((N, self.c))
+        Zo[pad_rows:], so[pad_rows:], Yo[pad_rows:] = buf.Zh[slots], buf.s[slots], buf.Y[slots]
+        E, sE, YE = np.concatenate([Zo, Zn]), np.concatenate([so, sn]), np.concatenate([Yo, Yn])
+        win = np.lib.stride_tricks.sliding_window_view(np.arange(N + b), N)  # (b+1, N) rows of E
+        s_w = sE[win]
+        w = self.sw**2
+        before_stream = win < pad_rows
+        Y_pred = np.zeros((b, self.c)) if predict else None
+        K_last = None
+        if self.orthogonal_only:
+            flagged = np.ones(b + 1, dtype=bool)
+        elif self.dual:
+            a, flagged, band = self._dual(E, s_w, YE[win], before_stream, w)
+            # ŷ_j = s_j (k̂_j · â_j), k̂_j[i] = ⟨ẑ_new j, row i of window j⟩ = band[N+j, N−i]
+            if predict:
+                Y_pred[:] = sn[:, None] * np.einsum("jn,jnc->jc", band[N : N + b, N:0:-1], a[:b])
+            beta = E[win[b]].T @ a[b]
+            K_last = _gram_of_window(band, N + b, N)
+        else:
+            betas, flagged = self._primal(E, s_w, YE[win], w, win)
+            if predict:
+                Y_pred[:] = np.einsum("jd,jdc->jc", Zn * sn[:, None], betas[:b])
+            beta = betas[b]
+        idx = np.flatnonzero(flagged)
+        if idx.size:
+            # the orthogonal route: QR + SVD of each flagged window, in chunks
+            for chunk in np.array_split(idx, max(1, idx.size // 64)):
+                A = E[win[chunk]] * (sE[win[chunk]] * self.sw)[:, :, None]
+                bts = lstsq_stack(A, YE[win[chunk]] * self.sw[None, :, None], alpha=self.alpha)[0]
+                pred = chunk < b
+                if predict and pred.any():
+                    Y_pred[chunk[pred]] = np.einsum(
+                        "jd,jdc->jc", Zn[chunk[pred]] * sn[chunk[pred], None], bts[pred]
+                    )
+                if chunk[-1] == b:
+                    beta = bts[-1]
+            self.n_orthogonal += int(idx.size)
+        self._beta = beta
+        # commit: the window is the last N rows of E
+        keep = slice(N + b - min(N, buf.n + b), N + b)
+        buf.load(E[keep], sE[keep], YE[keep], gram=None if K_last is None else K_last[-(keep.stop - keep.start):, -(keep.stop - keep.start):])
+        return Y_pred
+
+    def _dual(self, E, s_w, Y_w, before_stream, w):
+        """``D ≥ N``: ``(K̂_j + diag(α/(w s²))) â_j = y/s`` for every window ``j``."""
+        N = self.N
+        nwin = s_w.shape[0]
+        band = _band(E, N)
+        K = _windows_from_band(band, nwin, N)
+        with np.errstate(divide="ignore", over="ignore"):
+            shift = self.alpha / (w[None, :] * s_w * s_w) if self.alpha else np.zeros_like(s_w)
+        # rows that carry nothing: before the stream, or (with a ridge) zero or negligible
+        dec = before_stream | ((self.alpha > 0) & ~(shift <= _SHIFT_MAX))
+        S = K.copy()
+        jj, ii = np.nonzero(dec)
+        S[jj, ii, :] = 0.0
+        S[jj, :, ii] = 0.0
+        il = np.arange(N)
+        S[:, il, il] += np.where(dec, 0.0, shift)
+        with np.errstate(divide="ignore"):
+            rhs = np.where(dec | (s_w == 0), 0.0, 1.0 / np.where(s_w > 0, s_w, 1.0))[:, :, None] * Y_w
+        a, kappa = solve_normal_stack(S, rhs, pad=dec)
+        if self.alpha == 0.0:
+            kappa = kappa * _spread(w[None, :] * s_w * s_w, ~dec)
+        return a, ~(kappa <= GRAM_KAPPA_MAX), band
+
+    def _primal(self, E, s_w, Y_w, w, win):
+        """``D < N``: the weighted normal equations of every window."""
+        with np.errstate(under="ignore"):
+            om = w[None, :] * s_w * s_w
+        om_max = om.max(axis=1, keepdims=True)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            om = om / om_max
+            cy = w[None, :] * s_w / om_max  # w s / ω_max
+            Ew = np.swapaxes(E[win], 1, 2)  # (b+1, D, N)
+            S = (Ew * om[:, None, :]) @ np.swapaxes(Ew, 1, 2)
+            if self.alpha:
+                d = np.arange(self.D)
+                S[:, d, d] += self.alpha / om_max
+            rhs = Ew @ (cy[:, :, None] * Y_w)
+        bad = ~np.isfinite(S).all(axis=(1, 2)) | ~np.isfinite(rhs).all(axis=(1, 2))
+        S[bad], rhs[bad] = 0.0, 0.0
+        beta, kappa = solve_normal_stack(S, rhs)
+        kappa[bad] = np.inf
+        return beta, ~(kappa <= GRAM_KAPPA_MAX)
+
+    # ------------------------------------------------------------------ one row
+    def _one(self, zh, s, y):
+        """Learn one row: push it, then solve the new window alone."""
+        buf = self.buf
+        buf.push(zh, s, y, None if buf.G is None else buf.Zh @ zh)
+        N = self.N
+        age = (buf.pos - 1 - np.arange(N)) % N  # by slot
+        filled = age < buf.n
+        w = np.where(filled, self.lam**age, 0.0)
+        sol = None
+        if self.dual:
+            with np.errstate(divide="ignore", over="ignore"):
+                shift = self.alpha / (w * buf.s * buf.s) if self.alpha else np.zeros(N)
+            dec = ~filled | ((self.alpha > 0) & ~(shift <= _SHIFT_MAX))
+            S = buf.G.copy()
+            S[dec, :] = 0.0
+            S[:, dec] = 0.0
+            S.flat[:: N + 1] += np.where(dec, 0.0, shift)
+            with np.errstate(divide="ignore"):
+                rhs = np.where(dec | (buf.s == 0), 0.0, 1.0 / np.where(buf.s > 0, buf.s, 1.0))[:, None] * buf.Y
+            spread = _spread((w * buf.s * buf.s)[None], ~dec[None])[0] if self.alpha == 0 else 1.0
+            a = _cho_solve_checked(S, rhs, pad=dec, spread=spread)
+            if a is not None:
+                sol = buf.Zh.T @ a
+        else:
+            with np.errstate(under="ignore"):
+                om = w * buf.s * buf.s
+            om_max = om.max()
+            if om_max > 0:
+                with np.errstate(over="ignore"):
+                    Wz = buf.Zh * (om / om_max)[:, None]
+                    S = buf.Zh.T @ Wz
+                    if self.alpha:
+                        S.flat[:: self.D + 1] += self.alpha / om_max
+                    rhs = buf.Zh.T @ ((w * buf.s / om_max)[:, None] * buf.Y)
+                if np.isfinite(S).all() and np.isfinite(rhs).all():
+                    sol = _cho_solve_checked(S, rhs)
+        if sol is None:
+            Z, Y = buf.raw()
+            sw = buf.sqrt_weights(self.lam)
+            sol = lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha)[0][0]
+            self.n_orthogonal += 1
+        self._beta = sol
+
+
+def _spread(v, keep):
+    """``max/min`` of ``v`` over ``keep`` along the last axis (``inf`` for a zero)."""
+    hi = np.where(keep, v, 0.0).max(axis=-1, initial=0.0)
+    lo = np.where(keep, v, np.inf).min(axis=-1, initial=np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.isfinite(lo), hi / lo, 1.0)
+
+
+def _band(E, N):
+    """``band[r, δ] = ⟨E[r], E[r−δ]⟩`` for ``δ = 0 … N`` (zero before the start of ``E``)."""
+    n = E.shape[0]
+    band = np.zeros((n, N + 1))
+    step = max(N, 32)
+    for r0 in range(0, n, step):
+        r1 = min(r0 + step, n)
+        lo = max(0, r0 - N)
+        G = E[r0:r1] @ E[lo:r1].T  # (r1-r0, r1-lo)
+        i = np.arange(r1 - r0)[:, None]
+        src = r0 + i - np.arange(N + 1)[None, :]  # E index of the partner row
+        valid = src >= lo
+        band[r0:r1] = np.where(valid, G[i, np.where(valid, src - lo, 0)], 0.0)
+    return band
+
+
+def _windows_from_band(band, nwin, N):
+    """``K_j[i, l] = ⟨E[j+i], E[j+l]⟩`` for every window ``j``, from the band."""
+    il = np.arange(N)
+    # for l ≤ i it is band[j + i, i − l], the flat element j(N+1) + i(N+2) − l: a strided
+    # view (N zeros in front keep the unused upper triangle's reads inside the buffer)
+    flat = np.concatenate([np.zeros(N), band.ravel()])
+    step = flat.itemsize
+    V = np.lib.stride_tricks.as_strided(
+        flat[N:], shape=(nwin, N, N), strides=((N + 1) * step, (N + 2) * step, -step), writeable=False
+    )
+    return np.where(il[None, :, None] >= il[None, None, :], V, V.transpose(0, 2, 1))
+
+
+def _gram_of_window(band, n, N):
+    """The Gram matrix of the last ``N`` rows of ``E`` (``n`` rows), from the band."""
+    return _windows_from_band(band[n - N :], 1, N)[0] if n >= N else None
+
+
+def _cho_solve_checked(S, rhs, pad=None, spread=1.0):
+    """Cholesky solve of one SPD system, or ``None`` when it is too ill-conditioned.
+
+    The single-window twin of :func:`solve_normal_stack` (Jacobi scaling, the same
+    two-probe condition estimate times ``spread``); ``pad`` rows, already zero, are
+    decoupled.
+    """
+    S = S.copy()
+    diag = S.diagonal().copy()
+    if pad is not None:
+        diag[pad] = 1.0
+        S.flat[:: S.shape[0] + 1] = diag
+        rhs = np.where(pad[:, None], 0.0, rhs)
+    if not diag.min() > 0.0:
+        return None
+    d = np.sqrt(diag)
+    S /= d[:, None]
+    S /= d[None, :]
+    norm2 = np.einsum("ij,ij->", S, S)
+    L, info = lapack.dpotrf(S, lower=1, clean=0, overwrite_a=1)
+    if info != 0:
+        return None
+    n, c = rhs.shape
+    buf = np.empty((n, c + 2), order="F")
+    buf[:, :c] = rhs / d[:, None]
+    buf[:, c:] = _probes(n)
+    sol, info = lapack.dpotrs(L, buf, lower=1, overwrite_b=1)
+    u, v = sol[:, c], sol[:, c + 1]
+    kappa = np.sqrt(norm2 * max(u @ u, v @ v)) * (diag.max() / diag.min()) * spread
+    if info != 0 or not kappa <= GRAM_KAPPA_MAX:
+        return None
+    return sol[:, :c] / d[:, None]

@@ -1,0 +1,263 @@
+"""The dual route for ``D ≥ N``: a fixed core of the window and a small sliding periphery.
+
+Window of unit rows ``ẑ_i`` (norms ``s_i``, see :mod:`._window`), Gram ``K̂ = Ẑ Ẑᵀ``.
+With ``â = K̂⁻¹ ỹ``, ``ỹ_i = y_i / s_i``, the minimum-norm interpolant of a full-row-rank
+window is ``β = Ẑᵀ â`` and predicts ``ẑ·β`` times ``s``; it does not depend on the weights
+``λ^age`` (every residual is zero). A ridge ``α > 0`` without forgetting adds
+``α / s_i²`` to the diagonal (``(K + αI) a = y`` with ``K = S K̂ S``, ``â = S a``).
+
+Every ``b`` rows (a *block*) the rows that stay in the window for the whole block — the
+core ``A`` — are factorised, ``K̂_AA = L_A L_Aᵀ`` (``O(N³)``, i.e. ``O(N³/b)`` a row). The
+other rows of any window of the block — the ``ℓ ≤ b`` oldest rows that leave during the
+block and the new rows — form the periphery ``P``. For a periphery row ``p``::
+
+    r_p = L_A⁻¹ k̂_A,p         x_p = L_A⁻ᵀ r_p = K̂_AA⁻¹ k̂_A,p
+    T_pq = k̂_pq − r_p·r_q      (the Schur complement of the core, fixed per pair)
+    g_p = ỹ_p − r_p·u_A         u_A = L_A⁻¹ ỹ_A
+
+are computed once, when the row enters (``O(N·D)`` for its Gram row, ``O(N²)`` for two
+triangular solves, ``O(N·b)`` for its products with the periphery). A window of the block
+is ``A`` plus a contiguous range ``I`` of the periphery; with ``S = T_II`` (``≤ b×b``,
+factorised from scratch, no recursion and so no drift)::
+
+    prediction for a new row:  ŷ = s (r·u_A + t_Iᵀ S⁻¹ g_I)         t = its T row
+    coefficients:              â_I = S⁻¹ g_I,  â_A = K̂_AA⁻¹ ỹ_A − X_I â_I,  β = Ẑᵀ â
+
+A window whose Gram matrix is too ill-conditioned for that (condition estimate above
+:data:`GRAM_KAPPA_MAX`, from two probes solved through the same blocks), or whose weighted
+rows are so graded that :func:`numpy.linalg.lstsq` would truncate some, is solved on the
+orthogonal route (:class:`SlidingQR`), which is kept slid while it is in use.
+"""
+
+import numpy as np
+from scipy.linalg import cho_solve, lapack
+from scipy.linalg.blas import dtrsv
+
+from ._window import normalise_rows
+from ._window_solvers import GRAM_KAPPA_MAX, BlockRow, CoreBlockSolver
+
+__all__ = ["DualSolver", "default_block_size"]
+
+_EPS = np.finfo(np.float64).eps
+# a ridge shift α/s² above this decouples the row: its influence is below rounding
+_SHIFT_MAX = 1e200
+
+
+def default_block_size(window_size):
+    """``b ≈ N^¾``: balances the core's ``O(N³/b)`` against the periphery's ``O(b³)``."""
+    return int(min(window_size, max(8, round(window_size**0.75))))
+
+
+def _probe_values(n, offset):
+    """Deterministic probe entries for positions ``offset … offset+n−1`` (2 probes)."""
+    i = np.arange(offset, offset + n, dtype=np.float64)[:, None] + np.array([0.0, 0.5])
+    # a fixed irrational rotation: no structure shared with the data, no RNG state
+    return np.sin(12.9898 * i + 78.233 * np.array([1.0, 2.0])) * 2.0
+
+
+class _DualBlock:
+    """The core factor and the periphery rows of one block (see the module docstring)."""
+
+    def __init__(self, *, buf, block_size, shift_of, c):
+        self.buf = buf
+        self.shift_of = shift_of
+        self.n0 = buf.n
+        self.ell = max(0, buf.n + block_size - buf.N)  # old rows leaving during the block
+        self.b = block_size
+        slots = buf.slots()
+        self.slots_A = slots[self.ell :]
+        nA = self.slots_A.size
+        P = self.ell + block_size
+        self.slot = np.empty(P, dtype=np.intp)
+        self.slot[: self.ell] = slots[: self.ell]
+        self.R = np.zeros((nA, P), order="F")  # columns r_p = L_A⁻¹ k̂_A,p
+        self.X = np.zeros((nA, P), order="F")  # columns x_p = L_A⁻ᵀ r_p
+        self.T = np.zeros((P, P))  # T_pq = k̂_pq − r_p·r_q
+        self.KP = np.zeros((P, P))  # k̂_pq (+ shift on the diagonal), for ‖K̂‖_F
+        self.XX = np.zeros((P, P))  # x_p·x_q
+        self.g = np.zeros((P, c))  # g_p = ỹ_p − r_p·u_A
+        self.kA2 = np.zeros(P)  # ‖k̂_A,p‖²
+        self.xv = np.zeros((P, 2))  # x_p·v_A
+        self.xa = np.zeros((P, 2))  # x_p·K̂_AA⁻¹v_A
+        self.vP = _probe_values(P, nA)
+        self.m = 0  # periphery rows entered
+        self.j = 0  # new rows learned in this block
+        self.dropped = 0  # old periphery rows that have left the window
+        # core: K̂_AA + diag(shift) = L_A L_Aᵀ
+        K = buf.G[np.ix_(self.slots_A, self.slots_A)]
+        K.flat[:: nA + 1] += shift_of(self.slots_A)
+        self.nKA2 = float(np.einsum("ij,ij->", K, K))
+        self.core_ok = True
+        self.L = np.zeros((0, 0), order="F")
+        if nA:
+            anorm = np.abs(K).sum(axis=0).max()
+            L, info = lapack.dpotrf(K, lower=1, clean=1, overwrite_a=1)
+            rcond, info2 = lapack.dpocon(L, anorm, uplo="L") if info == 0 else (0.0, 1)
+            self.core_ok = info == 0 and info2 == 0 and rcond * GRAM_KAPPA_MAX >= 1.0
+            self.L = np.asfortranarray(L)
+        self.vA = _probe_values(nA, 0)
+        ytil = buf.Y[self.slots_A] * _inv_or_zero(buf.s[self.slots_A])[:, None]
+        self.u = self._fwd(ytil)  # u_A = L_A⁻¹ ỹ_A
+        self.a_y = self._bwd(self.u)  # K̂_AA⁻¹ ỹ_A
+        self.a0 = self._bwd(self._fwd(self.vA))  # K̂_AA⁻¹ v_A
+        for q in range(self.ell):  # the old periphery rows
+            sq = self.slot[q]
+            self.add_row(buf.Zh[sq], buf.s[sq], buf.Y[sq], k_ring=buf.G[sq], kk=buf.G[sq, sq])
+
+    def _fwd(self, V):
+        if not self.core_ok or V.shape[0] == 0:
+            return np.zeros(V.shape)
+        return lapack.dtrtrs(self.L, V, lower=1)[0]
+
+    def _bwd(self, V):
+        if not self.core_ok or V.shape[0] == 0:
+            return np.zeros(V.shape)
+        return lapack.dtrtrs(self.L, V, lower=1, trans=1)[0]
+
+    def add_row(self, zh, s, y, *, k_ring=None, kk=None):
+        """Enter a row into the periphery at position ``m``."""
+        if k_ring is None:
+            # the row's Gram row over the ring: the O(N·D) product of the step
+            k_ring = self.buf.Zh @ zh
+            kk = zh @ zh
+        p = self.m
+        kA = k_ring[self.slots_A]
+        if self.core_ok and kA.size:
+            r = dtrsv(self.L, kA, lower=1)  # r = L_A⁻¹ k̂_A
+            x = dtrsv(self.L, r, lower=1, trans=1)  # x = L_A⁻ᵀ r
+        else:
+            r = x = np.zeros(kA.shape)
+        self.R[:, p] = r
+        self.X[:, p] = x
+        q = slice(self.dropped, p)
+        kq = k_ring[self.slot[q]]
+        shift = self.shift_of(np.array([s]), by_norm=True)[0]
+        # T_pq = k̂_pq − r_p·r_q (symmetric), and what the condition estimate needs
+        t = kq - r @ self.R[:, q]
+        self.T[p, q] = self.T[q, p] = t
+        self.T[p, p] = kk + shift - r @ r
+        self.KP[p, q] = self.KP[q, p] = kq
+        self.KP[p, p] = kk + shift
+        self.XX[p, q] = self.XX[q, p] = x @ self.X[:, q]
+        self.XX[p, p] = x @ x
+        self.kA2[p] = kA @ kA
+        # g = ỹ − r·u_A,  ỹ = y/s
+        self.g[p] = y * (1.0 / s if s > 0 else 0.0) - r @ self.u
+        self.xv[p] = x @ self.vA
+        self.xa[p] = x @ self.a0
+        self.m += 1
+        return BlockRow(k_ring, r, t)
+
+
+class DualSolver(CoreBlockSolver):
+    """Windowed minimum-norm least squares for ``D ≥ N`` in ``O(N·D + N²)`` a row.
+
+    Parameters
+    ----------
+    window_size : int
+        ``N``.
+    n_features : int
+        ``D``.
+    n_targets : int
+        Columns of the targets.
+    forgetting_factor : float
+        ``λ``.
+    alpha : float
+        Ridge ``α``; ``alpha > 0`` requires ``forgetting_factor == 1`` on this route
+        (the ridge does not scale with the weights).
+    block_size : int, default=None
+        ``b``; :func:`default_block_size` when None.
+
+    Notes
+    -----
+    Per row: one ``N×D`` product (the new row's Gram row), two triangular solves with the
+    core factor (``O(N²)``), ``O(N·b + b³)`` for the periphery, and ``O(N³/b)`` amortised
+    for the core's factorisation. Memory: the window (``N×D``), its Gram matrix and the
+    core factor (``N×N`` each), the periphery (``O(N·b)``).
+    """
+
+    orientation = "columns"
+
+    def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size=None):
+        if alpha > 0 and forgetting_factor != 1.0:
+            raise ValueError("the dual route takes a ridge only without forgetting")
+        super().__init__(
+            window_size=window_size, n_features=n_features, n_targets=n_targets,
+            forgetting_factor=forgetting_factor, alpha=alpha,
+            block_size=block_size or default_block_size(window_size), gram=True,
+        )
+
+    def _normalise(self, Z):
+        Zh, s = normalise_rows(Z)
+        if self.alpha > 0:
+            # rows whose ridge shift α/s² overflows carry no information: decouple them
+            with np.errstate(over="ignore"):
+                tiny = (s > 0) & (self.alpha * _inv_or_zero(s) ** 2 > _SHIFT_MAX)
+            Zh[tiny], s[tiny] = 0.0, 0.0
+        return Zh, s
+
+    def _new_block(self):
+        return _DualBlock(buf=self.buf, block_size=self.b, shift_of=self._shift, c=self.c)
+
+    def _shift(self, slots, by_norm=False):
+        """Ridge shift ``α/s²`` of rows (given by slot, or by norm); 1 for zero rows."""
+        s = slots if by_norm else self.buf.s[slots]
+        if self.alpha == 0.0:
+            return np.zeros(s.shape)
+        # a zero (or decoupled) row: unit diagonal and ỹ = 0 give â = 0
+        return np.where(s > 0, self.alpha * _inv_or_zero(s) ** 2, 1.0)
+
+    def _predict(self, blk, fact, row, s):
+        # ŷ = s (r·u_A + t_Iᵀ S⁻¹ g_I),  I the window's periphery (without the new row)
+        I = slice(blk.dropped, blk.m - 1)
+        w = cho_solve((fact, True), blk.g[I], check_finite=False) if fact.size else blk.g[I]
+        return s * (row.r @ blk.u + row.t @ w)
+
+    def _coef(self, blk, fact):
+        # â_I = S⁻¹ g_I,  â_A = K̂_AA⁻¹ ỹ_A − X_I â_I,  β = Ẑ_Aᵀ â_A + Ẑ_Iᵀ â_I
+        I = slice(blk.dropped, blk.m)
+        a_P = cho_solve((fact, True), blk.g[I], check_finite=False) if fact.size else blk.g[I]
+        a_A = blk.a_y - blk.X[:, I] @ a_P
+        Zh = self.buf.Zh
+        return Zh[blk.slots_A].T @ a_A + Zh[blk.slot[I]].T @ a_P
+
+    def _factor_window(self, blk):
+        """Cholesky factor of the window's ``S = T_II``, or None for the orthogonal route."""
+        if not blk.core_ok:
+            return None
+        I = slice(blk.dropped, blk.m)
+        if blk.m > blk.dropped:
+            fact, info = lapack.dpotrf(blk.T[I, I], lower=1, clean=1)
+            if info != 0:
+                return None
+            # condition estimate ‖K̂‖_F · max_v ‖K̂⁻¹v‖/‖v‖ over two probes v = [v_A; v_I]:
+            #   K̂⁻¹v = [K̂_AA⁻¹v_A + X_I m; −m],  m = S⁻¹(X_Iᵀ v_A − v_I)
+            m = cho_solve((fact, True), blk.xv[I] - blk.vP[I], check_finite=False)
+        else:
+            fact, m = np.zeros((0, 0)), np.zeros((0, 2))
+        inv2 = (
+            np.einsum("ik,ik->k", blk.a0, blk.a0)
+            + 2.0 * np.einsum("ik,ik->k", m, blk.xa[I])
+            + np.einsum("ik,ij,jk->k", m, blk.XX[I, I], m)
+            + np.einsum("ik,ik->k", m, m)
+        )
+        v2 = np.einsum("ik,ik->k", blk.vA, blk.vA) + np.einsum("ik,ik->k", blk.vP[I], blk.vP[I])
+        nK2 = blk.nKA2 + 2.0 * blk.kA2[I].sum() + np.einsum("ij,ij->", blk.KP[I, I], blk.KP[I, I])
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            kappa = np.sqrt(nK2 * np.max(np.abs(inv2) / v2))
+        if not kappa <= GRAM_KAPPA_MAX:
+            return None
+        if self.alpha == 0.0:
+            # the interpolant is lstsq's answer only if lstsq keeps every singular value of
+            # W½Z: κ(W½Z) ≤ κ(Ẑ)·spread(√w s) must stay far below 1/(eps·max(N, D))
+            buf = self.buf
+            ws = buf.s[buf.slots()] * buf.sqrt_weights(self.lam)
+            lo = ws.min()
+            if not lo > 0 or np.sqrt(kappa) * (ws.max() / lo) > 1e-3 / (_EPS * max(self.N, self.D)):
+                return None
+        return fact
+
+
+def _inv_or_zero(s):
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.where(s > 0, 1.0 / np.where(s > 0, s, 1.0), 0.0)

@@ -1,0 +1,139 @@
+"""The window of a sliding-window least-squares model: a ring buffer of its rows.
+
+Rows are stored normalised, ``z = s·ẑ`` with ``‖ẑ‖ = 1`` (``s = 0``, ``ẑ = 0`` for a zero
+row): inner products of unit rows can neither overflow nor underflow, whatever the scale of
+the input (``1e-300`` … ``1e300``), and the Gram matrix of the window has a unit diagonal,
+which is the Jacobi scaling the Gram-based solvers need anyway.
+"""
+
+import numpy as np
+
+__all__ = ["WindowBuffer", "normalise_rows"]
+
+
+def normalise_rows(Z):
+    """Split rows into norms and unit rows without overflow or underflow.
+
+    Parameters
+    ----------
+    Z : ndarray of shape (n_rows, n_features)
+        Finite rows.
+
+    Returns
+    -------
+    Zh : ndarray of shape (n_rows, n_features)
+        ``Z[i] / s[i]`` (zero rows stay zero).
+    s : ndarray of shape (n_rows,)
+        ``‖Z[i]‖``, computed as ``m·‖Z[i]/m‖`` with ``m = max|Z[i]|`` (no overflow of the
+        squares).
+    """
+    m = np.abs(Z).max(axis=1) if Z.shape[1] else np.zeros(Z.shape[0])
+    safe = np.where(m > 0, m, 1.0)
+    Zs = Z / safe[:, None]
+    r = np.sqrt(np.einsum("ij,ij->i", Zs, Zs))
+    r_safe = np.where(r > 0, r, 1.0)
+    return Zs / r_safe[:, None], np.where(m > 0, m * r, 0.0)
+
+
+class WindowBuffer:
+    """The last ``N`` rows of a stream, in a ring.
+
+    Parameters
+    ----------
+    window_size : int
+        ``N``.
+    n_features : int
+        ``D``.
+    n_targets : int
+        Columns of the targets.
+    gram : bool
+        Also keep ``G[i, j] = ẑ_i·ẑ_j`` over the ring's slots (``N×N``), updated with one
+        row and column per new row.
+
+    Attributes
+    ----------
+    Zh : ndarray of shape (N, D)
+        Unit rows by slot.
+    s : ndarray of shape (N,)
+        Row norms by slot.
+    Y : ndarray of shape (N, n_targets)
+        Targets by slot.
+    G : ndarray of shape (N, N) or None
+        Gram matrix of the unit rows by slot.
+    pos : int
+        The slot the next row is written to (the oldest row's slot once full).
+    n : int
+        Rows held, ``≤ N``.
+    """
+
+    def __init__(self, *, window_size, n_features, n_targets, gram):
+        N = window_size
+        self.N = N
+        self.Zh = np.zeros((N, n_features))
+        self.s = np.zeros(N)
+        self.Y = np.zeros((N, n_targets))
+        self.G = np.zeros((N, N)) if gram else None
+        self.pos = 0
+        self.n = 0
+
+    def slots(self):
+        """Slots of the held rows, oldest first."""
+        return (self.pos - self.n + np.arange(self.n)) % self.N
+
+    def push(self, zh, s, y, k=None):
+        """Write one row; ``k`` are its products with every slot (``ẑ·Zh[slot]``)."""
+        p = self.pos
+        self.Zh[p] = zh
+        self.s[p] = s
+        self.Y[p] = y
+        if self.G is not None:
+            # invariant: G[i, j] = ẑ_i·ẑ_j for every pair of slots
+            self.G[p, :] = k
+            self.G[:, p] = k
+            self.G[p, p] = zh @ zh
+        self.pos = (p + 1) % self.N
+        self.n = min(self.n + 1, self.N)
+
+    def raw(self, slots=None):
+        """Rows ``s·ẑ`` and targets of ``slots`` (default: the window, oldest first)."""
+        slots = self.slots() if slots is None else slots
+        return self.Zh[slots] * self.s[slots, None], self.Y[slots]
+
+    def sqrt_weights(self, forgetting_factor):
+        """``√λ^age`` of the held rows, oldest first (the newest has weight 1)."""
+        return np.sqrt(forgetting_factor) ** np.arange(self.n - 1, -1, -1)
+
+    def singular_values(self, forgetting_factor):
+        """Singular values of the weighted window ``W½ Z``."""
+        Z, _ = self.raw()
+        return np.linalg.svd(Z * self.sqrt_weights(forgetting_factor)[:, None], compute_uv=False)
+
+    def load(self, Zh, s, Y, *, gram=None):
+        """Replace the window by rows ``Zh, s, Y`` (oldest first, at most ``N``).
+
+        ``gram`` is their unit-row Gram matrix when the caller has it (else computed).
+        """
+        n = Zh.shape[0]
+        self.Zh[:n], self.s[:n], self.Y[:n] = Zh, s, Y
+        self.Zh[n:], self.s[n:], self.Y[n:] = 0.0, 0.0, 0.0
+        if self.G is not None:
+            self.G[:] = 0.0
+            self.G[:n, :n] = Zh @ Zh.T if gram is None else gram
+        self.n = n
+        self.pos = n % self.N
+
+    def checkpoint(self, n_rows):
+        """What writing ``n_rows`` more rows would overwrite (restore with :meth:`restore`)."""
+        k = min(n_rows, self.N)
+        slots = (self.pos + np.arange(k)) % self.N
+        saved = (slots, self.Zh[slots].copy(), self.s[slots].copy(), self.Y[slots].copy())
+        G = None if self.G is None else (self.G[slots].copy(), self.G[:, slots].copy())
+        return saved, G, self.pos, self.n
+
+    def restore(self, token):
+        """Undo the writes since :meth:`checkpoint` (of at most the rows it was given)."""
+        (slots, Zh, s, Y), G, self.pos, self.n = token
+        self.Zh[slots], self.s[slots], self.Y[slots] = Zh, s, Y
+        if G is not None:
+            self.G[:, slots] = G[1]
+            self.G[slots] = G[0]
