@@ -34,7 +34,8 @@ from scipy.linalg import cho_solve, lapack
 from scipy.linalg.blas import dtrsv
 
 from ._window import normalise_rows
-from ._window_solvers import GRAM_KAPPA_MAX, BlockRow, CoreBlockSolver
+from ._primal_solver import _principal_blocks
+from ._window_solvers import GRAM_KAPPA_MAX, CoreBlockSolver
 
 __all__ = ["DualSolver", "default_block_size"]
 
@@ -93,16 +94,18 @@ class _DualBlock:
             anorm = np.abs(K).sum(axis=0).max()
             L, info = lapack.dpotrf(K, lower=1, clean=1, overwrite_a=1)
             rcond, info2 = lapack.dpocon(L, anorm, uplo="L") if info == 0 else (0.0, 1)
-            self.core_ok = info == 0 and info2 == 0 and rcond * GRAM_KAPPA_MAX >= 1.0
+            # the core only has to be factorisable; each window's own condition estimate
+            # (which includes the core through K̂_AA⁻¹v_A) decides its route
+            self.core_ok = info == 0 and info2 == 0 and rcond > 1e3 * _EPS
             self.L = np.asfortranarray(L)
         self.vA = _probe_values(nA, 0)
         ytil = buf.Y[self.slots_A] * _inv_or_zero(buf.s[self.slots_A])[:, None]
         self.u = self._fwd(ytil)  # u_A = L_A⁻¹ ỹ_A
         self.a_y = self._bwd(self.u)  # K̂_AA⁻¹ ỹ_A
         self.a0 = self._bwd(self._fwd(self.vA))  # K̂_AA⁻¹ v_A
-        for q in range(self.ell):  # the old periphery rows
-            sq = self.slot[q]
-            self.add_row(buf.Zh[sq], buf.s[sq], buf.Y[sq], k_ring=buf.G[sq], kk=buf.G[sq, sq])
+        self.ru = np.zeros((P, c))  # r_p·u_A, the core's part of a prediction
+        old = self.slot[: self.ell]  # the old periphery rows, together
+        self.add_rows(buf.Zh[old], buf.s[old], buf.Y[old], P_old=buf.G[:, old], P_new=buf.G[np.ix_(old, old)])
 
     def _fwd(self, V):
         if not self.core_ok or V.shape[0] == 0:
@@ -114,39 +117,44 @@ class _DualBlock:
             return np.zeros(V.shape)
         return lapack.dtrtrs(self.L, V, lower=1, trans=1)[0]
 
-    def add_row(self, zh, s, y, *, k_ring=None, kk=None):
-        """Enter a row into the periphery at position ``m``."""
-        if k_ring is None:
-            # the row's Gram row over the ring: the O(N·D) product of the step
-            k_ring = self.buf.Zh @ zh
-            kk = zh @ zh
-        p = self.m
-        kA = k_ring[self.slots_A]
+    def add_rows(self, Zh, s, Y, *, P_old, P_new):
+        """Enter rows into the periphery at positions ``m, m+1, …``.
+
+        ``P_old[slot, i]`` are the products of row ``i`` with the ring's slots before
+        these rows are written, ``P_new`` their products with each other.
+        """
+        n, m, lo = Zh.shape[0], self.m, self.dropped
+        if not n:
+            return
+        new = slice(m, m + n)
+        kA = P_old[self.slots_A]  # (n_A, n): the core is never overwritten in a block
         if self.core_ok and kA.size:
-            r = dtrsv(self.L, kA, lower=1)  # r = L_A⁻¹ k̂_A
-            x = dtrsv(self.L, r, lower=1, trans=1)  # x = L_A⁻ᵀ r
+            R = lapack.dtrtrs(self.L, kA, lower=1)[0]  # r = L_A⁻¹ k̂_A
+            X = lapack.dtrtrs(self.L, R, lower=1, trans=1)[0]  # x = L_A⁻ᵀ r
         else:
-            r = x = np.zeros(kA.shape)
-        self.R[:, p] = r
-        self.X[:, p] = x
-        q = slice(self.dropped, p)
-        kq = k_ring[self.slot[q]]
-        shift = self.shift_of(np.array([s]), by_norm=True)[0]
-        # T_pq = k̂_pq − r_p·r_q (symmetric), and what the condition estimate needs
-        t = kq - r @ self.R[:, q]
-        self.T[p, q] = self.T[q, p] = t
-        self.T[p, p] = kk + shift - r @ r
-        self.KP[p, q] = self.KP[q, p] = kq
-        self.KP[p, p] = kk + shift
-        self.XX[p, q] = self.XX[q, p] = x @ self.X[:, q]
-        self.XX[p, p] = x @ x
-        self.kA2[p] = kA @ kA
+            R = X = np.zeros(kA.shape)
+        self.R[:, new], self.X[:, new] = R, X
+        # k̂ of the new rows with the live periphery rows before them, then each other
+        K = np.concatenate([P_old[self.slot[lo:m]].T, P_new], axis=1)  # (n, m + n − lo)
+        shift = self.shift_of(s, by_norm=True)
+        live = slice(lo, m + n)
+        # T_pq = k̂_pq − r_p·r_q (symmetric); KP = k̂ (+ shift); XX = x_p·x_q
+        T = K - R.T @ self.R[:, live]
+        KP = K.copy()
+        d = np.arange(n)
+        T[d, m - lo + d] += shift
+        KP[d, m - lo + d] += shift
+        XX = X.T @ self.X[:, live]
+        for M, V in ((self.T, T), (self.KP, KP), (self.XX, XX)):
+            M[new, live] = V
+            M[live, new] = V.T
+        self.kA2[new] = np.einsum("ij,ij->j", kA, kA)
         # g = ỹ − r·u_A,  ỹ = y/s
-        self.g[p] = y * (1.0 / s if s > 0 else 0.0) - r @ self.u
-        self.xv[p] = x @ self.vA
-        self.xa[p] = x @ self.a0
-        self.m += 1
-        return BlockRow(k_ring, r, t)
+        self.g[new] = Y * _inv_or_zero(s)[:, None] - R.T @ self.u
+        self.ru[new] = R.T @ self.u
+        self.xv[new] = X.T @ self.vA
+        self.xa[new] = X.T @ self.a0
+        self.m += n
 
 
 class DualSolver(CoreBlockSolver):
@@ -207,55 +215,97 @@ class DualSolver(CoreBlockSolver):
         # a zero (or decoupled) row: unit diagonal and ỹ = 0 give â = 0
         return np.where(s > 0, self.alpha * _inv_or_zero(s) ** 2, 1.0)
 
-    def _predict(self, blk, fact, row, s):
-        # ŷ = s (r·u_A + t_Iᵀ S⁻¹ g_I),  I the window's periphery (without the new row)
-        I = slice(blk.dropped, blk.m - 1)
-        w = cho_solve((fact, True), blk.g[I], check_finite=False) if fact.size else blk.g[I]
-        return s * (row.r @ blk.u + row.t @ w)
+    def _solve_windows(self, blk, lo, hi, new, s_new=None):
+        """Solve windows ``core + periphery[lo_i, hi_i)`` together.
 
-    def _coef(self, blk, fact):
-        # â_I = S⁻¹ g_I,  â_A = K̂_AA⁻¹ ỹ_A − X_I â_I,  β = Ẑ_Aᵀ â_A + Ẑ_Iᵀ â_I
+        Returns ``ok`` (False: the window goes to the orthogonal route), the predictions
+        ``/s`` for the rows at periphery positions ``new`` (one per window) and, per
+        window, ``â_I = S⁻¹ g_I`` for the coefficients.
+        """
+        nw, c = lo.size, self.c
+        ok = np.full(nw, blk.core_ok)
+        pred = np.zeros((nw, c))
+        parts = [None] * nw
+        if not blk.core_ok:
+            return ok, pred, parts
+        if self.alpha == 0.0:
+            spread = self._spreads(s_new)
+        a0a0 = np.einsum("ik,ik->k", blk.a0, blk.a0)
+        vAvA = np.einsum("ik,ik->k", blk.vA, blk.vA)
+        for sel, idx, valid in self._windows(lo, hi):
+            v2 = valid[:, :, None] & valid[:, None, :]
+            S = _principal_blocks(blk.T, idx, valid).copy()
+            H = idx.shape[1]
+            S[:, np.arange(H), np.arange(H)] += ~valid  # padding: unit diagonal
+            vm = valid[:, :, None]
+            # S m = [g_I, X_Iᵀ v_A − v_I]: the solution's periphery part and the probes'
+            rhs = np.concatenate([blk.g[idx] * vm, (blk.xv[idx] - blk.vP[idx]) * vm], axis=2)
+            sol, solved = _solve_stack(S, rhs)
+            a, m = sol[:, :, :c], sol[:, :, c:]
+            # condition estimate ‖K̂‖_F · max_v ‖K̂⁻¹v‖/‖v‖ over two probes v = [v_A; v_I]:
+            #   K̂⁻¹v = [K̂_AA⁻¹v_A + X_I m; −m]
+            XX = _principal_blocks(blk.XX, idx, valid)
+            inv2 = (
+                a0a0
+                + 2.0 * np.einsum("wik,wik->wk", m, blk.xa[idx])
+                + np.einsum("wik,wij,wjk->wk", m, XX, m)
+                + np.einsum("wik,wik->wk", m, m)
+            )
+            vv = vAvA + np.einsum("wik,wik->wk", blk.vP[idx] * vm, blk.vP[idx] * vm)
+            KP = _principal_blocks(blk.KP, idx, valid)
+            nK2 = blk.nKA2 + 2.0 * (blk.kA2[idx] * valid).sum(axis=1) + np.einsum("wij,wij->w", KP, KP)
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                kappa = np.sqrt(nK2 * (np.abs(inv2) / vv).max(axis=1))
+            good = solved & (kappa <= GRAM_KAPPA_MAX)
+            if self.alpha == 0.0:
+                # the interpolant is lstsq's answer only if lstsq keeps every singular
+                # value of W½Z: κ(W½Z) ≤ κ(Ẑ)·spread(√w s) far below 1/(eps·max(N, D))
+                with np.errstate(invalid="ignore", over="ignore"):
+                    good &= np.sqrt(kappa) * spread[sel] <= 1e-3 / (_EPS * max(self.N, self.D))
+            ok[sel] = good
+            if new is not None:
+                # ŷ/s = r·u_A + t_Iᵀ S⁻¹ g_I,  t = the new row's T row
+                t = np.where(valid, blk.T[new[sel, None], idx], 0.0)
+                pred[sel] = blk.ru[new[sel]] + np.einsum("wi,wic->wc", t, a)
+            for w, i in enumerate(range(sel.start, sel.stop)):
+                parts[i] = a[w][valid[w]]
+        return ok, pred, parts
+
+    def _spreads(self, s_new):
+        """``max/min`` of ``√w·s`` over the windows before each new row (``s_new``), or
+        over the current window (``s_new=None``); ``inf`` with a zero row."""
+        buf = self.buf
+        s_new = np.zeros(1) if s_new is None else s_new
+        q = np.concatenate([buf.s[buf.slots()], s_new[:-1]])
+        with np.errstate(divide="ignore"):
+            lq = np.log(q) - 0.5 * np.log(self.lam) * np.arange(q.size)
+        padded = np.concatenate([np.full(self.N, np.nan), lq])
+        ends = buf.n + np.arange(s_new.size)  # each window: the N values before its end
+        V = np.lib.stride_tricks.sliding_window_view(padded, self.N)[ends]
+        with np.errstate(invalid="ignore"):
+            return np.exp(np.fmax.reduce(V, axis=1) - np.fmin.reduce(V, axis=1))
+
+    def _coef(self, blk, a_P):
+        # â_A = K̂_AA⁻¹ ỹ_A − X_I â_I,  β = Ẑ_Aᵀ â_A + Ẑ_Iᵀ â_I
         I = slice(blk.dropped, blk.m)
-        a_P = cho_solve((fact, True), blk.g[I], check_finite=False) if fact.size else blk.g[I]
         a_A = blk.a_y - blk.X[:, I] @ a_P
         Zh = self.buf.Zh
         return Zh[blk.slots_A].T @ a_A + Zh[blk.slot[I]].T @ a_P
 
-    def _factor_window(self, blk):
-        """Cholesky factor of the window's ``S = T_II``, or None for the orthogonal route."""
-        if not blk.core_ok:
-            return None
-        I = slice(blk.dropped, blk.m)
-        if blk.m > blk.dropped:
-            fact, info = lapack.dpotrf(blk.T[I, I], lower=1, clean=1)
-            if info != 0:
-                return None
-            # condition estimate ‖K̂‖_F · max_v ‖K̂⁻¹v‖/‖v‖ over two probes v = [v_A; v_I]:
-            #   K̂⁻¹v = [K̂_AA⁻¹v_A + X_I m; −m],  m = S⁻¹(X_Iᵀ v_A − v_I)
-            m = cho_solve((fact, True), blk.xv[I] - blk.vP[I], check_finite=False)
-        else:
-            fact, m = np.zeros((0, 0)), np.zeros((0, 2))
-        inv2 = (
-            np.einsum("ik,ik->k", blk.a0, blk.a0)
-            + 2.0 * np.einsum("ik,ik->k", m, blk.xa[I])
-            + np.einsum("ik,ij,jk->k", m, blk.XX[I, I], m)
-            + np.einsum("ik,ik->k", m, m)
-        )
-        v2 = np.einsum("ik,ik->k", blk.vA, blk.vA) + np.einsum("ik,ik->k", blk.vP[I], blk.vP[I])
-        nK2 = blk.nKA2 + 2.0 * blk.kA2[I].sum() + np.einsum("ij,ij->", blk.KP[I, I], blk.KP[I, I])
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            kappa = np.sqrt(nK2 * np.max(np.abs(inv2) / v2))
-        if not kappa <= GRAM_KAPPA_MAX:
-            return None
-        if self.alpha == 0.0:
-            # the interpolant is lstsq's answer only if lstsq keeps every singular value of
-            # W½Z: κ(W½Z) ≤ κ(Ẑ)·spread(√w s) must stay far below 1/(eps·max(N, D))
-            buf = self.buf
-            ws = buf.s[buf.slots()] * buf.sqrt_weights(self.lam)
-            lo = ws.min()
-            if not lo > 0 or np.sqrt(kappa) * (ws.max() / lo) > 1e-3 / (_EPS * max(self.N, self.D)):
-                return None
-        return fact
+
+def _solve_stack(S, rhs):
+    """``S_w⁻¹ rhs_w`` for a stack; ``solved`` False where a matrix is exactly singular."""
+    try:
+        return np.linalg.solve(S, rhs), np.ones(S.shape[0], dtype=bool)
+    except np.linalg.LinAlgError:
+        sol = np.zeros(rhs.shape)
+        solved = np.ones(S.shape[0], dtype=bool)
+        for w in range(S.shape[0]):
+            try:
+                sol[w] = np.linalg.solve(S[w], rhs[w])
+            except np.linalg.LinAlgError:
+                solved[w] = False
+        return sol, solved
 
 
 def _inv_or_zero(s):

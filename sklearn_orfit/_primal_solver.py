@@ -28,7 +28,7 @@ import numpy as np
 from scipy.linalg import cho_solve, lapack
 from scipy.linalg.blas import dtrsv
 
-from ._window_solvers import GRAM_KAPPA_MAX, BlockRow, CoreBlockSolver
+from ._window_solvers import GRAM_KAPPA_MAX, CoreBlockSolver
 
 __all__ = ["PrimalSolver", "primal_block_size"]
 
@@ -37,9 +37,9 @@ _WEIGHT_RANGE = 1e100
 
 
 def primal_block_size(window_size, n_features, forgetting_factor):
-    """``b ≈ (N·D²)^¼`` (core ``O(N·D²/b)`` against periphery ``O(b³)``), capped so that
-    the relative weights ``λ^-b`` stay below ``1e100``."""
-    b = max(8, round((window_size * n_features**2) ** 0.25))
+    """``b ≈ 2√D`` (the core's ``O(D³/b)`` against the periphery's ``O(b³)``), capped so
+    that the relative weights ``λ^-b`` stay below ``1e100``."""
+    b = max(8, round(2.0 * np.sqrt(n_features)))
     if forgetting_factor < 1.0:
         b = min(b, int(np.log(_WEIGHT_RANGE) / -np.log(forgetting_factor)))
     return int(max(1, min(b, window_size)))
@@ -54,7 +54,7 @@ def _probe_vectors(D):
 class _PrimalBlock:
     """Core factor and periphery of one block (see the module docstring)."""
 
-    def __init__(self, *, buf, block_size, lam, alpha, c):
+    def __init__(self, *, buf, block_size, lam, alpha, c, gram):
         self.buf = buf
         self.log_lam = np.log(lam) if lam < 1.0 else 0.0
         self.n0 = buf.n
@@ -69,19 +69,13 @@ class _PrimalBlock:
         self.m = self.j = self.dropped = 0
         # log relative weight of the rows at the start of the block: age·log λ
         self.age0 = np.arange(buf.n - 1, -1, -1, dtype=float)
-        sA = buf.s[self.slots_A]
-        log_w = self.age0[self.ell :] * self.log_lam
-        with np.errstate(divide="ignore"):
-            log_om = log_w + 2.0 * np.log(np.where(sA > 0, sA, 0.0))
-        # common scale of the block: the largest core weight ω (1 if the core is empty)
-        self.log_c0 = float(log_om.max()) if sA.size and np.isfinite(log_om.max()) else 0.0
-        if alpha > 0:
-            # keep α/c0 finite: rows far below the ridge then simply underflow to nothing
-            self.log_c0 = max(self.log_c0, float(np.log(alpha)) - 600.0)
-        om = np.exp(log_om - self.log_c0)
-        ZA = buf.Zh[self.slots_A]
-        # S_A = Σ_A ω ẑẑᵀ + αI (relative to c0), Jacobi-scaled: d = sqrt(diag S_A)
-        S = (ZA * om[:, None]).T @ ZA
+        # the window's weighted Gram matrix, relative to c0 = e^L (see _WindowGram)
+        self.log_c0 = gram.L
+        old = self.slot[: self.ell]
+        self.old_rows = (buf.Zh[old].copy(), buf.s[old].copy(), self.age0[: self.ell].copy())
+        self.old_y = buf.Y[old].copy()
+        # S_A = Σ_A ω ẑẑᵀ + αI = (window's Gram) − (old periphery rows), Jacobi-scaled
+        S = gram.M - _weighted_outer(*self.old_rows, log_lam=self.log_lam, log_c0=self.log_c0)
         S.flat[:: D + 1] += alpha * np.exp(-self.log_c0)
         d = np.sqrt(S.diagonal().copy())
         d[~(d > 0)] = 1.0
@@ -92,12 +86,13 @@ class _PrimalBlock:
         L, info = lapack.dpotrf(S, lower=1, clean=1, overwrite_a=1)
         anorm = np.abs(S).sum(axis=0).max() if info == 0 else 0.0
         rcond, info2 = lapack.dpocon(L, anorm, uplo="L") if info == 0 else (0.0, 1)
-        self.core_ok = bool(info == 0 and info2 == 0 and rcond * GRAM_KAPPA_MAX >= 1.0)
+        # factorisable is enough: each window's estimate includes the core (through φ)
+        self.core_ok = bool(info == 0 and info2 == 0 and rcond > 1e3 * np.finfo(float).eps)
         self.L = np.asfortranarray(L)
         # h_A = L_A⁻¹ (b_A/d),  b_A = Σ_A w s y ẑ (relative to c0)
-        with np.errstate(divide="ignore"):
-            coef_y = np.exp(log_w - self.log_c0 + np.log(np.where(sA > 0, sA, 0.0)))
-        bA = (ZA * coef_y[:, None]).T @ buf.Y[self.slots_A] / d[:, None]
+        # b_A = Σ_A w s y ẑ = (the window's, carried) − (the old periphery rows')
+        Zo, so, ao = self.old_rows
+        bA = (gram.rhs - Zo.T @ (_weights(so, ao, power=1, log_lam=self.log_lam, log_c0=self.log_c0)[:, None] * self.old_y)) / d[:, None]
         self.h = self._fwd(bA)
         self.phi = self._fwd(_probe_vectors(D))  # L_A⁻¹ v for two fixed unit probes
         self.R = np.zeros((D, P), order="F")  # r_p = L_A⁻¹ (ẑ_p/d)
@@ -107,37 +102,38 @@ class _PrimalBlock:
         self.e = np.zeros((P, c))  # r_p·h_A
         self.rphi = np.zeros((P, 2))  # r_p·φ
         self.zd2 = np.zeros(P)  # ‖ẑ_p/d‖², for ‖S‖_F
-        for q in range(self.ell):
-            sq = self.slot[q]
-            self._enter(buf.Zh[sq], buf.s[sq], buf.Y[sq], log_w=self.age0[q] * self.log_lam)
+        self._enter(buf.Zh[old], buf.s[old], buf.Y[old], log_w=self.age0[: self.ell] * self.log_lam)
 
     def _fwd(self, V):
         if not self.core_ok:
             return np.zeros(V.shape)
         return lapack.dtrtrs(self.L, V, lower=1)[0]
 
-    def add_row(self, zh, s, y):
-        """Enter a new row (relative weight ``λ^-(j+1)``) into the periphery."""
-        return self._enter(zh, s, y, log_w=-(self.j + 1) * self.log_lam)
+    def add_rows(self, Zh, s, Y, *, P_old=None, P_new=None):
+        """Enter new rows (relative weights ``λ^-(j+1)``, ``j`` their number in the block)."""
+        j = self.j + np.arange(Zh.shape[0])
+        self._enter(Zh, s, Y, log_w=-(j + 1) * self.log_lam)
 
-    def _enter(self, zh, s, y, *, log_w):
-        p = self.m
-        zd = zh / self.d
-        r = dtrsv(self.L, zd, lower=1) if self.core_ok else np.zeros(zd.shape)  # r = L_A⁻¹ ẑ/d
-        self.R[:, p] = r
-        q = slice(self.dropped, p)
-        t = r @ self.R[:, q]
-        self.T[p, q] = self.T[q, p] = t
-        self.T[p, p] = r @ r
+    def _enter(self, Zh, s, Y, *, log_w):
+        n, m, lo = Zh.shape[0], self.m, self.dropped
+        if not n:
+            return
+        new, live = slice(m, m + n), slice(lo, m + n)
+        Zd = Zh / self.d
+        # r = L_A⁻¹ ẑ/d for every row, T_pq = r_p·r_q
+        R = lapack.dtrtrs(self.L, Zd.T, lower=1)[0] if self.core_ok else np.zeros(Zd.T.shape)
+        self.R[:, new] = R
+        T = R.T @ self.R[:, live]
+        self.T[new, live] = T
+        self.T[live, new] = T.T
         with np.errstate(divide="ignore", over="ignore"):
-            ls = np.log(s) if s > 0 else -np.inf
-            self.nu[p] = np.exp(0.5 * (log_w - self.log_c0) + ls)
-            self.wy[p] = y * np.exp(log_w - self.log_c0 + ls)
-        self.e[p] = r @ self.h
-        self.rphi[p] = r @ self.phi
-        self.zd2[p] = zd @ zd
-        self.m += 1
-        return BlockRow(None, r, t)
+            ls = np.log(np.where(s > 0, s, 0.0))
+            self.nu[new] = np.exp(0.5 * (log_w - self.log_c0) + ls)  # √ω
+            self.wy[new] = Y * np.exp(log_w - self.log_c0 + ls)[:, None]  # w s y
+        self.e[new] = R.T @ self.h
+        self.rphi[new] = R.T @ self.phi
+        self.zd2[new] = np.einsum("ij,ij->i", Zd, Zd)
+        self.m += n
 
     def capacitance(self, I):
         """``C = I + ν T_II ν`` for the periphery range ``I``."""
@@ -145,6 +141,83 @@ class _PrimalBlock:
         C = self.T[I, I] * nu[:, None] * nu[None, :]
         C.flat[:: C.shape[0] + 1] += 1.0
         return C
+
+
+def _weights(s, age, *, power, log_lam, log_c0):
+    """``λ^age s^power / c0`` (``ω`` for ``power=2``, the right-hand side's for 1)."""
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.exp(age * log_lam + power * np.log(np.where(s > 0, s, 0.0)) - log_c0)
+
+
+def _weighted_outer(Zh, s, age, *, log_lam, log_c0):
+    """``Σ_i λ^age_i s_i² ẑ_i ẑ_iᵀ / c0``."""
+    om = _weights(s, age, power=2, log_lam=log_lam, log_c0=log_c0)
+    return (Zh * om[:, None]).T @ Zh
+
+
+class _WindowGram:
+    """The weighted Gram matrix of the window, carried from block to block.
+
+    invariant: ``e^L · M = Σ_window λ^age s² ẑẑᵀ`` (to rounding).
+
+    At each block start the rows learned since the last one are added and the rows that
+    left are subtracted (``O(b·D²)``); the scale ``e^L`` absorbs the ageing (``λ^b``).
+    The rounding error of those additions and subtractions is at most ``eps`` times the
+    weight they carried (``mass``); once that exceeds the window's own weight, or after
+    ``N`` rows, ``M`` is recomputed from the window (``O(N·D²)``, ``O(D²)`` a row
+    amortised), so the error stays that of a from-scratch sum.
+    """
+
+    def __init__(self, buf, *, log_lam, alpha):
+        self.log_lam, self.alpha = log_lam, alpha
+        self.refresh(buf)
+
+    def refresh(self, buf):
+        slots = buf.slots()
+        age = np.arange(buf.n - 1, -1, -1, dtype=float)
+        s = buf.s[slots]
+        with np.errstate(divide="ignore"):
+            log_om = age * self.log_lam + 2.0 * np.log(np.where(s > 0, s, 0.0))
+        top = log_om.max(initial=-np.inf)
+        self.L = float(top) if np.isfinite(top) else 0.0
+        if self.alpha > 0:
+            # keep α/e^L finite: rows far below the ridge then simply underflow to nothing
+            self.L = max(self.L, float(np.log(self.alpha)) - 600.0)
+        self.M = _weighted_outer(buf.Zh[slots], s, age, log_lam=self.log_lam, log_c0=self.L)
+        wy = _weights(s, age, power=1, log_lam=self.log_lam, log_c0=self.L)[:, None] * buf.Y[slots]
+        self.rhs = buf.Zh[slots].T @ wy  # e^L · rhs = Σ_window λ^age s y ẑ
+        self.mass = 0.0
+        self.rows = 0
+
+    def advance(self, buf, prev):
+        """Move from the start of block ``prev`` to now (``prev.j`` rows later)."""
+        j = prev.j
+        self.rows += j
+        trace = np.trace(self.M)
+        if self.rows >= buf.N or not self.mass <= trace:
+            self.refresh(buf)
+            return
+        # ageing: e^L ← λ^j e^L;  the rows that left had weight λ^age0 s² at prev's start
+        L_prev = self.L
+        self.L += j * self.log_lam
+        Zo, so, ao = prev.old_rows
+        Zo, so, ao = Zo[: prev.dropped], so[: prev.dropped], ao[: prev.dropped]
+        new = buf.slots()[buf.n - j :]
+        age_new = np.arange(j - 1, -1, -1, dtype=float)
+        Z = np.concatenate([buf.Zh[new], Zo])
+        Y = np.concatenate([buf.Y[new], prev.old_y[: prev.dropped]])
+        sn = buf.s[new]
+        w = dict(log_lam=self.log_lam)
+        om = np.concatenate([_weights(sn, age_new, power=2, log_c0=self.L, **w), -_weights(so, ao, power=2, log_c0=L_prev, **w)])
+        wy = np.concatenate([_weights(sn, age_new, power=1, log_c0=self.L, **w), -_weights(so, ao, power=1, log_c0=L_prev, **w)])
+        # M ← M + Σ_new ω ẑẑᵀ − Σ_left ω ẑẑᵀ,  rhs ← rhs + Σ_new w s y ẑ − Σ_left w s y ẑ
+        self.M = self.M + (Z * om[:, None]).T @ Z
+        self.rhs = self.rhs + Z.T @ (wy[:, None] * Y)
+        coef = om
+        self.mass += float(np.abs(coef).sum())
+        top = np.abs(self.M.diagonal()).max(initial=0.0)
+        if not 1e-100 < top < 1e100 or not np.isfinite(self.M).all():
+            self.refresh(buf)  # the scale drifted out of range: start again from the window
 
 
 class PrimalSolver(CoreBlockSolver):
@@ -185,45 +258,75 @@ class PrimalSolver(CoreBlockSolver):
         )
 
     def _new_block(self):
-        return _PrimalBlock(buf=self.buf, block_size=self.b, lam=self.lam, alpha=self.alpha, c=self.c)
-
-    def _solve_window(self, blk, fact, I, V):
-        """``(I − R_I ν C⁻¹ ν R_Iᵀ) V`` for columns ``V`` in the ``L_A⁻¹``-image."""
-        nu = blk.nu[I]
-        if not nu.size:
-            return V
-        m = cho_solve((fact, True), nu[:, None] * (blk.R[:, I].T @ V), check_finite=False)
-        return V - blk.R[:, I] @ (nu[:, None] * m)
-
-    def _predict(self, blk, fact, row, s):
-        # ŷ/s = ρ·h_I − (ν∘t)ᵀ C⁻¹ ν∘(R_Iᵀ h_I),  h_I = h_A + R_I (w s y)_I,  ρ = L_A⁻¹ ẑ/d
-        I = slice(blk.dropped, blk.m - 1)
-        hI = blk.h + blk.R[:, I] @ blk.wy[I]
-        return s * (row.r @ self._solve_window(blk, fact, I, hI))
-
-    def _coef(self, blk, fact):
-        # β = d⁻¹ L_A⁻ᵀ (I − R_I ν C⁻¹ ν R_Iᵀ) h_I
-        I = slice(blk.dropped, blk.m)
-        hI = blk.h + blk.R[:, I] @ blk.wy[I]
-        return lapack.dtrtrs(blk.L, self._solve_window(blk, fact, I, hI), lower=1, trans=1)[0] / blk.d[:, None]
-
-    def _factor_window(self, blk):
-        """Cholesky factor of ``C``, or None for the orthogonal route."""
-        if not blk.core_ok:
-            return None
-        I = slice(blk.dropped, blk.m)
-        if blk.m > blk.dropped:
-            fact, info = lapack.dpotrf(blk.capacitance(I), lower=1, clean=1)
-            if info != 0:
-                return None
+        if self.block is None:
+            self.gram = _WindowGram(self.buf, log_lam=np.log(self.lam) if self.lam < 1 else 0.0, alpha=self.alpha)
         else:
-            fact = np.zeros((0, 0))
-        # condition estimate ‖S_I‖_F · max_v ‖S_I⁻¹v‖ for two fixed unit probes:
-        #   ‖S_A‖_F + Σ ω_p ‖ẑ_p/d‖² ≥ ‖S_I‖_F,   S_I⁻¹v = L_A⁻ᵀ (I − R_I ν C⁻¹ ν R_Iᵀ) φ
-        w = self._solve_window(blk, fact, I, blk.phi) if blk.m > blk.dropped else blk.phi
-        inv = np.sqrt(np.einsum("ik,ik->k", *(lapack.dtrtrs(blk.L, w, lower=1, trans=1)[0],) * 2).max())
-        with np.errstate(invalid="ignore", over="ignore"):
-            kappa = (blk.nSA + np.sum(blk.nu[I] ** 2 * blk.zd2[I])) * inv
-        if not kappa <= GRAM_KAPPA_MAX:
-            return None
-        return fact
+            self.gram.advance(self.buf, self.block)
+        return _PrimalBlock(buf=self.buf, block_size=self.b, lam=self.lam, alpha=self.alpha, c=self.c, gram=self.gram)
+
+    def _solve_windows(self, blk, lo, hi, new, s_new=None):
+        """Solve windows ``core + periphery[lo_i, hi_i)`` together.
+
+        Returns ``ok`` (False: the window goes to the orthogonal route), the predictions
+        ``/s`` for the rows at periphery positions ``new`` and, per window, the
+        coefficients' periphery part ``m = C⁻¹ ν∘(R_Iᵀ h_I)``.
+        """
+        nw, c = lo.size, self.c
+        ok = np.full(nw, blk.core_ok)
+        pred = np.zeros((nw, c))
+        parts = [None] * nw
+        if not blk.core_ok:
+            return ok, pred, parts
+        for sel, idx, valid in self._windows(lo, hi):
+            nu = blk.nu[idx] * valid
+            T = _principal_blocks(blk.T, idx, valid)
+            # C = I + ν T_II ν,  R_Iᵀ h_I = e_I + T_II (w s y)_I
+            C = T * nu[:, :, None] * nu[:, None, :]
+            H = idx.shape[1]
+            C[:, np.arange(H), np.arange(H)] += 1.0
+            wy = blk.wy[idx] * valid[:, :, None]
+            q = blk.e[idx] + T @ wy
+            rhs = np.concatenate([nu[:, :, None] * q, nu[:, :, None] * blk.rphi[idx]], axis=2)
+            sol = np.linalg.solve(C, rhs)
+            m_y, m_phi = sol[:, :, :c], sol[:, :, c:]
+            # condition estimate ‖S_I‖_F · max_v ‖S_I⁻¹v‖, two fixed unit probes v:
+            #   ‖S_A‖_F + Σ ω_p ‖ẑ_p/d‖² ≥ ‖S_I‖_F,   S_I⁻¹v = L_A⁻ᵀ (φ − R_I ν C⁻¹ ν R_Iᵀφ)
+            # R_I (ν∘m) for every window at once: scatter the coefficients, one product
+            nwin = idx.shape[0]
+            coef = np.zeros((blk.R.shape[1], nwin, 2))
+            w_of = np.broadcast_to(np.arange(nwin)[:, None], idx.shape)
+            coef[idx, w_of] = (nu * valid)[:, :, None] * m_phi  # positions are distinct
+            W = np.tile(blk.phi, nwin) - blk.R @ coef.reshape(coef.shape[0], -1)
+            Wt = lapack.dtrtrs(blk.L, W, lower=1, trans=1)[0]
+            inv = np.sqrt(np.einsum("dk,dk->k", Wt, Wt).reshape(nwin, 2).max(axis=1))
+            with np.errstate(invalid="ignore", over="ignore"):
+                kappa = (blk.nSA + (nu * nu * blk.zd2[idx]).sum(axis=1)) * inv
+            ok[sel] = kappa <= GRAM_KAPPA_MAX
+            if new is not None:
+                # ŷ/s = ρ·h_A + t_I·(w s y)_I − (ν∘t_I)ᵀ m,  t = the new row's T row
+                t = np.where(valid, blk.T[new[sel, None], idx], 0.0)
+                pred[sel] = blk.e[new[sel]] + np.einsum("wi,wic->wc", t, wy) - np.einsum("wi,wic->wc", t * nu, m_y)
+            else:
+                for w, i in enumerate(range(sel.start, sel.stop)):
+                    parts[i] = (nu[w][:, None] * m_y[w])[valid[w]]
+        return ok, pred, parts
+
+    def _coef(self, blk, nu_m):
+        # β = d⁻¹ L_A⁻ᵀ (h_I − R_I ν C⁻¹ ν R_Iᵀ h_I),  h_I = h_A + R_I (w s y)_I
+        I = slice(blk.dropped, blk.m)
+        w = blk.h + blk.R[:, I] @ (blk.wy[I] - nu_m)
+        return lapack.dtrtrs(blk.L, w, lower=1, trans=1)[0] / blk.d[:, None]
+
+
+def _principal_blocks(M, idx, valid):
+    """``M[I_w, I_w]`` for every window ``w`` (zero where ``valid`` is False).
+
+    Windows that are full and slide by one position are views of ``M`` (no gather).
+    """
+    lo = idx[:, 0] if idx.shape[1] else idx[:, :0].sum(axis=1)
+    if idx.shape[1] and valid.all() and lo.size > 1 and np.all(np.diff(lo) == 1) and M.flags.c_contiguous:
+        H, P, step = idx.shape[1], M.shape[1], M.itemsize
+        return np.lib.stride_tricks.as_strided(
+            M[lo[0]:, lo[0]:], shape=(lo.size, H, H), strides=((P + 1) * step, P * step, step), writeable=False
+        )
+    return np.where(valid[:, :, None] & valid[:, None, :], M[idx[:, :, None], idx[:, None, :]], 0.0)

@@ -27,7 +27,6 @@ from ._window import WindowBuffer, normalise_rows
 
 __all__ = [
     "GRAM_KAPPA_MAX",
-    "BlockRow",
     "CoreBlockSolver",
     "SlidingQR",
     "lstsq_stack",
@@ -334,8 +333,12 @@ class CoreBlockSolver:
         """Learn the rows of ``Z`` in order; return the prequential predictions if asked."""
         Zh, s = self._normalise(Z)
         Y_pred = np.zeros((Z.shape[0], self.c)) if predict else None
-        for i in range(Z.shape[0]):
-            self._step(Zh[i], s[i], Y[i], None if Y_pred is None else Y_pred[i], Z[i])
+        a = 0
+        while a < Z.shape[0]:
+            blk = self._block()
+            b = min(Z.shape[0], a + blk.b - blk.j)  # the rows of this call in this block
+            self._segment(blk, Zh[a:b], s[a:b], Y[a:b], Z[a:b], None if Y_pred is None else Y_pred[a:b])
+            a = b
         return Y_pred
 
     def coef(self):
@@ -343,35 +346,38 @@ class CoreBlockSolver:
         if self.buf.n == 0:
             return np.zeros((self.D, self.c))
         blk = self._block()
-        fact = self._factor_window(blk)
-        return self._orthogonal_beta() if fact is None else self._coef(blk, fact)
+        lo, hi = np.array([blk.dropped]), np.array([blk.m])
+        ok, _, parts = self._solve_windows(blk, lo, hi, None)
+        return self._coef(blk, parts[0]) if ok[0] else self._orthogonal_beta()
 
     def checkpoint(self, n_rows):
         """A record to undo the next ``n_rows`` rows with (see :meth:`restore`)."""
-        blk, orth = self.block, self.orth
+        blk = self.block
+        helpers = [getattr(self, name, None) for name in ("orth", "gram")]
         return (
             dict(self.__dict__),
             self.buf.checkpoint(n_rows),
             None if blk is None else (blk.m, blk.j, blk.dropped),
-            None if orth is None else dict(orth.__dict__),
+            [(h, dict(h.__dict__)) for h in helpers if h is not None],
         )
 
     def restore(self, record):
         """Put the solver back as it was at :meth:`checkpoint`.
 
         Exact because nothing written since is read again: the buffer's overwritten slots
-        are put back, a block only appends after its counters, and the orthogonal
-        factors are replaced, not modified.
+        are put back, a block only appends after its counters, and the helpers (the
+        orthogonal factors, the primal route's Gram matrix) replace their arrays rather
+        than modify them.
         """
-        attrs, buf_token, counters, orth_attrs = record
+        attrs, buf_token, counters, helpers = record
         self.__dict__.clear()
         self.__dict__.update(attrs)
         self.buf.restore(buf_token)
         if counters is not None:
             self.block.m, self.block.j, self.block.dropped = counters
-        if orth_attrs is not None:
-            self.orth.__dict__.clear()
-            self.orth.__dict__.update(orth_attrs)
+        for helper, helper_attrs in helpers:  # their arrays are replaced, never modified
+            helper.__dict__.clear()
+            helper.__dict__.update(helper_attrs)
 
     def _normalise(self, Z):
         return normalise_rows(Z)
@@ -381,21 +387,61 @@ class CoreBlockSolver:
             self.block = self._new_block()
         return self.block
 
-    def _step(self, zh, s, y, out, z):
-        buf = self.buf
-        blk = self._block()
-        fact = self._factor_window(blk) if out is not None and buf.n else None
-        row = blk.add_row(zh, s, y)
-        if out is not None and buf.n:
-            out[:] = z @ self._orthogonal_beta() if fact is None else self._predict(blk, fact, row, s)
-        full = buf.n == buf.N
-        buf.push(zh, s, y, row.k_ring)
-        blk.slot[blk.m - 1] = (buf.pos - 1) % buf.N
-        blk.j += 1
-        if full:
-            blk.dropped += 1  # the oldest row, an old periphery row, left the window
-        if self.orth is not None:
-            self._slide_orthogonal(z, drop=full)
+    def _segment(self, blk, Zh, s, Y, Z, out):
+        """Learn rows that all fall in block ``blk``; predictions into ``out`` if given.
+
+        The rows enter the periphery together (matrix products), the windows before each
+        of them are solved together; then the rows are written to the ring one by one,
+        and windows flagged for the orthogonal route are solved on it in order.
+        """
+        buf, n = self.buf, Zh.shape[0]
+        held = buf.n + np.arange(n)  # rows held before each new row
+        drops = held >= buf.N  # the new row pushes the oldest out
+        # products of the new rows with the ring (as it is now) and with each other
+        P_old = P_new = None
+        if buf.G is not None:
+            P_old, P_new = buf.Zh @ Zh.T, Zh @ Zh.T  # (N, n), (n, n)
+        m0 = blk.m
+        blk.add_rows(Zh, s, Y, P_old=P_old, P_new=P_new)
+        ok = np.ones(n, dtype=bool)
+        if out is not None:
+            # window before new row i: the core and the periphery [dropped_i, m0 + i)
+            lo = blk.dropped + np.concatenate([[0], np.cumsum(drops)[:-1]])
+            hi = m0 + np.arange(n)
+            ok, pred, _ = self._solve_windows(blk, lo, hi, m0 + np.arange(n), s_new=s)
+            out[:] = pred * s[:, None]
+            ok |= held == 0
+            out[held == 0] = 0.0
+        slots = (buf.pos + np.arange(n)) % buf.N
+        for i in range(n):
+            if not ok[i]:
+                out[i] = Z[i] @ self._orthogonal_beta()
+            k = None
+            if P_old is not None:
+                # the row's products with the ring when it is written: earlier new rows
+                # have replaced the slots they were written to
+                k = P_old[:, i].copy()
+                k[slots[:i]] = P_new[i, :i]
+            buf.push(Zh[i], s[i], Y[i], k)
+            if self.orth is not None:
+                self._slide_orthogonal(Z[i], drop=bool(drops[i]))
+        blk.slot[m0 : m0 + n] = slots
+        blk.j += n
+        blk.dropped += int(drops.sum())
+
+    def _windows(self, lo, hi, chunk_numbers=2**21):
+        """Chunks of windows ``(lo, hi)`` of the periphery, padded to one width ``H``.
+
+        Yields ``(sel, idx, valid)``: the windows' numbers, their periphery positions
+        ``(n, H)`` (0 where padding) and which positions are real.
+        """
+        H = int((hi - lo).max(initial=0))
+        step = max(1, chunk_numbers // max(1, H * H))
+        for a in range(0, lo.size, step):
+            sel = slice(a, min(lo.size, a + step))
+            idx = lo[sel, None] + np.arange(H)[None, :]
+            valid = idx < hi[sel, None]
+            yield sel, np.where(valid, idx, 0), valid
 
     def _orthogonal_beta(self):
         """``β`` of the current window on the orthogonal route."""
@@ -424,12 +470,3 @@ class CoreBlockSolver:
                 return
             Z, _ = self.buf.raw()
             self.orth.refactor(Z * self.buf.sqrt_weights(self.lam)[:, None])
-
-
-class BlockRow:
-    """What a row's entry into the periphery hands back to the prediction."""
-
-    __slots__ = ("k_ring", "r", "t")
-
-    def __init__(self, k_ring, r, t):
-        self.k_ring, self.r, self.t = k_ring, r, t

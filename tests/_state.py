@@ -13,6 +13,8 @@ def flat_state(obj, prefix=""):
             continue  # bound methods of helper objects
         if hasattr(v, "__dict__") and not isinstance(v, (np.ndarray, type)) and type(v).__module__.startswith("sklearn_orfit"):
             out.update(flat_state(v, path + "."))
+        elif isinstance(v, (tuple, list)):
+            out.update(flat_state({str(i): x for i, x in enumerate(v)}, path + "."))
         else:
             out[path] = v
     return out
