@@ -318,15 +318,24 @@ class PrimalSolver(CoreBlockSolver):
         return lapack.dtrtrs(blk.L, w, lower=1, trans=1)[0] / blk.d[:, None]
 
 
-def _principal_blocks(M, idx, valid):
+def _principal_blocks(M, idx, valid, copy=False):
     """``M[I_w, I_w]`` for every window ``w`` (zero where ``valid`` is False).
 
-    Windows that are full and slide by one position are views of ``M`` (no gather).
+    Windows that slide by one position or share their start are strided views of ``M``
+    (no gather); ``copy=True`` returns a writable array.
     """
-    lo = idx[:, 0] if idx.shape[1] else idx[:, :0].sum(axis=1)
-    if idx.shape[1] and valid.all() and lo.size > 1 and np.all(np.diff(lo) == 1) and M.flags.c_contiguous:
-        H, P, step = idx.shape[1], M.shape[1], M.itemsize
-        return np.lib.stride_tricks.as_strided(
-            M[lo[0]:, lo[0]:], shape=(lo.size, H, H), strides=((P + 1) * step, P * step, step), writeable=False
+    H = idx.shape[1]
+    if not H:
+        return np.zeros((idx.shape[0], 0, 0))
+    lo = idx[:, 0]
+    step = np.diff(lo)
+    if lo.size > 1 and M.flags.c_contiguous and (np.all(step == 1) or np.all(step == 0)):
+        st = M.itemsize
+        out = np.lib.stride_tricks.as_strided(
+            M[lo[0]:, lo[0]:], shape=(lo.size, H, H),
+            strides=(int(step[0]) * (M.shape[1] + 1) * st, M.shape[1] * st, st), writeable=False,
         )
+        if valid.all():
+            return out.copy() if copy else out
+        return np.where(valid[:, :, None] & valid[:, None, :], out, 0.0)
     return np.where(valid[:, :, None] & valid[:, None, :], M[idx[:, :, None], idx[:, None, :]], 0.0)

@@ -194,6 +194,13 @@ class SlidingQR:
 
     invariant: ``Q`` has orthonormal columns and ``Q R`` is ``Ãᵀ`` (or ``Ã``).
 
+    With a ridge ``α > 0`` the factors are those of the augmented window, whose
+    minimum-norm solution is the ridge solution without squaring the condition number:
+    ``[Ãᵀ; √α E]`` for ``"columns"`` (``E`` puts each row's ``√α`` at its ring slot, so
+    that ``Ã_aug Ã_augᵀ = ÃÃᵀ + αI``), ``[Ã; √α I]`` for ``"rows"`` (the ridge rows stay
+    last and are never slid out). The ridge does not scale with the weights, so this is
+    used without forgetting only.
+
     A slide removes the oldest row (:func:`scipy.linalg.qr_delete`), ages the rest (the
     weights are a uniform scale: ``R ← √λ R``) and appends the new row with weight 1
     (:func:`scipy.linalg.qr_insert`): ``O(N·D)``, no product of ``Ã`` with itself, so the
@@ -201,26 +208,38 @@ class SlidingQR:
     the window, so rounding cannot accumulate.
     """
 
-    def __init__(self, A, *, orientation, window_size):
+    def __init__(self, A, *, orientation, window_size, alpha=0.0, slots=None):
         self.orientation = orientation
         self.N = window_size
-        self.refactor(A)
+        self.D = A.shape[1]
+        self.root_alpha = float(np.sqrt(alpha))
+        self.refactor(A, slots=slots)
 
-    def refactor(self, A):
-        """Factorise the weighted window ``A`` (oldest row first) from scratch."""
+    def refactor(self, A, *, slots=None):
+        """Factorise the weighted window ``A`` (oldest row first, ring ``slots``)."""
         M = A.T if self.orientation == "columns" else A
+        if self.root_alpha and self.orientation == "columns":
+            E = np.zeros((self.N, A.shape[0]))
+            E[slots, np.arange(A.shape[0])] = self.root_alpha
+            M = np.vstack([M, E])
+        elif self.root_alpha:
+            M = np.vstack([M, self.root_alpha * np.eye(self.D)])
         self.Q, self.R = qr(M, mode="economic", check_finite=False)
         self.n = A.shape[0]
         self.slides = 0
 
-    def slide(self, a, *, sqrt_lam, drop):
+    def slide(self, a, *, sqrt_lam, drop, slot=None):
         """Drop the oldest row when ``drop``, scale the rest by ``√λ``, append ``a``.
 
         Returns False when the factors could not be slid reliably (a row deleted from the
         economic factors of a rank-deficient tall window); the caller then refactorises.
         """
         which = "col" if self.orientation == "columns" else "row"
-        if drop and self.orientation == "rows":
+        if self.root_alpha and self.orientation == "columns":
+            e = np.zeros(self.N)
+            e[slot] = self.root_alpha
+            a = np.concatenate([a, e])
+        if drop and self.orientation == "rows" and not self.root_alpha:
             # deleting a row from economic factors needs R nonsingular
             dR = np.abs(self.R.diagonal())
             if not dR.min() > np.finfo(float).eps * max(self.n, self.Q.shape[1]) * dR.max():
@@ -252,7 +271,7 @@ class SlidingQR:
                 self._append_dependent_column(a)
         self.n += 1
         self.slides += 1
-        if self.orientation == "rows":
+        if self.orientation == "rows" and not self.root_alpha:
             # probe the invariant QᵀQ = I along a fixed direction (O(N·D))
             v = _probes(self.Q.shape[1])[:, 0]
             Qv = self.Q @ v
@@ -283,6 +302,13 @@ class SlidingQR:
         """
         Q, R = self.Q, self.R
         n_rows, D = (R.shape[0], Q.shape[0]) if self.orientation == "columns" else (Q.shape[0], Q.shape[1])
+        if self.root_alpha:
+            # the augmented window's minimum-norm solution is the ridge solution
+            alpha = 0.0
+            if self.orientation == "columns":
+                Q = Q[: self.D]  # β = the first D coordinates
+            else:
+                Yw = np.vstack([Yw, np.zeros((self.D, Yw.shape[1]))])
         if alpha == 0.0 and R.shape[0] == R.shape[1] and R.size:
             rcond, info = lapack.dtrcon(R, norm="1", uplo="U", diag="N")
             # the 1-norm estimate is within a factor n of the 2-norm one; stay far from
@@ -400,9 +426,9 @@ class CoreBlockSolver:
         # products of the new rows with the ring (as it is now) and with each other
         P_old = P_new = None
         if buf.G is not None:
-            P_old, P_new = buf.Zh @ Zh.T, Zh @ Zh.T  # (N, n), (n, n)
+            P_old, P_new = Zh @ buf.Zh.T, Zh @ Zh.T  # (n, N), (n, n)
         m0 = blk.m
-        blk.add_rows(Zh, s, Y, P_old=P_old, P_new=P_new)
+        blk.add_rows(Zh, s, Y, P_old=None if P_old is None else P_old.T, P_new=P_new)
         ok = np.ones(n, dtype=bool)
         if out is not None:
             # window before new row i: the core and the periphery [dropped_i, m0 + i)
@@ -420,7 +446,7 @@ class CoreBlockSolver:
             if P_old is not None:
                 # the row's products with the ring when it is written: earlier new rows
                 # have replaced the slots they were written to
-                k = P_old[:, i].copy()
+                k = P_old[i].copy()
                 k[slots[:i]] = P_new[i, :i]
             buf.push(Zh[i], s[i], Y[i], k)
             if self.orth is not None:
@@ -449,11 +475,14 @@ class CoreBlockSolver:
         sw = buf.sqrt_weights(self.lam)
         Z, Y = buf.raw()
         self.n_orthogonal += 1
-        if self.orientation == "rows" and buf.n <= self.D:
+        if self.orientation == "rows" and buf.n <= self.D and not self.alpha:
             # a window with no more rows than features: from scratch, O(n·D²) with n ≤ D
             return lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha)[0][0]
         if self.orth is None:
-            self.orth = SlidingQR(Z * sw[:, None], orientation=self.orientation, window_size=self.N)
+            self.orth = SlidingQR(
+                Z * sw[:, None], orientation=self.orientation, window_size=self.N,
+                alpha=self.alpha, slots=buf.slots(),
+            )
         self.orth_idle = 0
         return self.orth.solve(Y * sw[:, None], alpha=self.alpha)
 
@@ -461,12 +490,11 @@ class CoreBlockSolver:
         self.orth_idle += 1
         if self.orth_idle > self.N:
             self.orth = None  # no ill-conditioned window for N rows: stop sliding
-        elif self.orth.slides >= self.N:
-            Z, _ = self.buf.raw()
-            self.orth.refactor(Z * self.buf.sqrt_weights(self.lam)[:, None])
-        elif not self.orth.slide(z, sqrt_lam=float(np.sqrt(self.lam)), drop=drop):
-            if self.buf.n <= self.D and self.orientation == "rows":
+        elif self.orth.slides >= self.N or not self.orth.slide(
+            z, sqrt_lam=float(np.sqrt(self.lam)), drop=drop, slot=(self.buf.pos - 1) % self.N
+        ):
+            if self.buf.n <= self.D and self.orientation == "rows" and not self.alpha:
                 self.orth = None  # too few rows for tall factors: from scratch when needed
                 return
             Z, _ = self.buf.raw()
-            self.orth.refactor(Z * self.buf.sqrt_weights(self.lam)[:, None])
+            self.orth.refactor(Z * self.buf.sqrt_weights(self.lam)[:, None], slots=self.buf.slots())

@@ -251,3 +251,41 @@ def test_givens_window_invariants(D, lam):
         np.testing.assert_allclose(Rp @ R @ Rp, Rp, atol=1e-8 * max(1, np.abs(Rp).max()))
         np.testing.assert_allclose(eta, Q.T @ Yw, atol=1e-12)
         np.testing.assert_allclose(g.beta, Rp @ eta, atol=1e-9 * max(1, np.abs(g.beta).max()))
+
+
+@pytest.mark.parametrize("orientation, D", [("columns", 15), ("rows", 4)])
+def test_sliding_qr_with_a_ridge_factorises_the_augmented_window(orientation, D):
+    # invariant: Q R = [Ãᵀ; √α E] (columns; E the ring slots) or [Ã; √α I] (rows), and the
+    # minimum-norm solution of the augmented window is the ridge solution
+    N, T, alpha = 8, 60, 1e-3
+    rows, y = stream("low_rank", T, D, seed=11)
+    qr = SlidingQR(rows[:N], orientation=orientation, window_size=N, alpha=alpha, slots=np.arange(N))
+    for at in range(1, T - N + 1):
+        slot = (at + N - 1) % N
+        assert qr.slide(rows[at + N - 1], sqrt_lam=1.0, drop=True, slot=slot)
+        A = rows[at : at + N]
+        slots = (np.arange(at, at + N)) % N
+        if orientation == "columns":
+            E = np.zeros((N, N))
+            E[slots, np.arange(N)] = np.sqrt(alpha)
+            M = np.vstack([A.T, E])
+        else:
+            M = np.vstack([A, np.sqrt(alpha) * np.eye(D)])
+        np.testing.assert_allclose(qr.Q.T @ qr.Q, np.eye(qr.Q.shape[1]), atol=1e-12)
+        np.testing.assert_allclose(qr.Q @ qr.R, M, atol=1e-12)
+        Yw = y[at : at + N, None]
+        np.testing.assert_allclose(qr.solve(Yw, alpha=alpha), augmented_ridge(A, Yw, alpha), atol=1e-9)
+
+
+@pytest.mark.parametrize("route", ["dual", "primal"])
+def test_block_solver_ridge_on_the_orthogonal_route(route):
+    # rank-3 rows and a ridge far below their scale: every window is flagged, and the
+    # augmented factors give the ridge solution (not the Gram matrix's rounding)
+    cls, D = SOLVERS[route]
+    N, T, alpha = 20, 120, 1e-9
+    Z, y = stream("low_rank", T, D, seed=12)
+    solver = cls(window_size=N, n_features=D, n_targets=1, forgetting_factor=1.0, alpha=alpha, block_size=6)
+    p = solver.update(Z, y[:, None], predict=True)[:, 0]
+    assert solver.n_orthogonal > T // 2
+    o = np.array([0.0] + [Z[t] @ augmented_ridge(Z[max(0, t - N) : t], y[max(0, t - N) : t, None], alpha)[:, 0] for t in range(1, T)])
+    np.testing.assert_allclose(p, o, atol=1e-8 * np.abs(o).max())
