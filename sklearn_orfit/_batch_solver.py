@@ -147,7 +147,7 @@ class BatchSolver:
         band = _band(E, N)
         K = _windows_from_band(band, nwin, N)
         with np.errstate(divide="ignore", over="ignore"):
-            shift = self.alpha / (w[None, :] * s_w * s_w) if self.alpha else np.zeros_like(s_w)
+            shift = self.alpha * _inv_ws2(w[None, :], s_w) if self.alpha else np.zeros_like(s_w)
         # rows that carry nothing: before the stream, or (with a ridge) zero or negligible
         dec = before_stream | ((self.alpha > 0) & ~(shift <= _SHIFT_MAX))
         S = K.copy()
@@ -160,22 +160,23 @@ class BatchSolver:
             rhs = np.where(dec | (s_w == 0), 0.0, 1.0 / np.where(s_w > 0, s_w, 1.0))[:, :, None] * Y_w
         a, kappa = solve_normal_stack(S, rhs, pad=dec)
         if self.alpha == 0.0:
-            kappa = kappa * _spread(w[None, :] * s_w * s_w, ~dec)
+            kappa = kappa * _spread(_log_ws2(w[None, :], s_w), ~dec)
         return a, ~(kappa <= GRAM_KAPPA_MAX), band
 
     def _primal(self, E, s_w, Y_w, w, win):
         """``D < N``: the weighted normal equations of every window."""
-        with np.errstate(under="ignore"):
-            om = w[None, :] * s_w * s_w
-        om_max = om.max(axis=1, keepdims=True)
+        # ω = w s² / ω_max and w s / ω_max in logarithms: s² of a tiny row is subnormal
+        log_om = _log_ws2(w[None, :], s_w)
+        log_max = log_om.max(axis=1, keepdims=True)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            om = om / om_max
-            cy = w[None, :] * s_w / om_max  # w s / ω_max
+            om = np.exp(log_om - log_max)
+            cy = np.exp(0.5 * (log_om + np.log(w)[None, :]) - log_max)  # w s / ω_max
+            inv_om_max = np.exp(-log_max)
             Ew = np.swapaxes(E[win], 1, 2)  # (b+1, D, N)
             S = (Ew * om[:, None, :]) @ np.swapaxes(Ew, 1, 2)
             if self.alpha:
                 d = np.arange(self.D)
-                S[:, d, d] += self.alpha / om_max
+                S[:, d, d] += self.alpha * inv_om_max
             rhs = Ew @ (cy[:, :, None] * Y_w)
         bad = ~np.isfinite(S).all(axis=(1, 2)) | ~np.isfinite(rhs).all(axis=(1, 2))
         S[bad], rhs[bad] = 0.0, 0.0
@@ -195,7 +196,7 @@ class BatchSolver:
         sol = None
         if self.dual:
             with np.errstate(divide="ignore", over="ignore"):
-                shift = self.alpha / (w * buf.s * buf.s) if self.alpha else np.zeros(N)
+                shift = self.alpha * _inv_ws2(w, buf.s) if self.alpha else np.zeros(N)
             dec = ~filled | ((self.alpha > 0) & ~(shift <= _SHIFT_MAX))
             S = buf.G.copy()
             S[dec, :] = 0.0
@@ -203,21 +204,22 @@ class BatchSolver:
             S.flat[:: N + 1] += np.where(dec, 0.0, shift)
             with np.errstate(divide="ignore"):
                 rhs = np.where(dec | (buf.s == 0), 0.0, 1.0 / np.where(buf.s > 0, buf.s, 1.0))[:, None] * buf.Y
-            spread = _spread((w * buf.s * buf.s)[None], ~dec[None])[0] if self.alpha == 0 else 1.0
+            spread = _spread(_log_ws2(w, buf.s)[None], ~dec[None])[0] if self.alpha == 0 else 1.0
             a = _cho_solve_checked(S, rhs, pad=dec, spread=spread)
             if a is not None:
                 sol = buf.Zh.T @ a
         else:
-            with np.errstate(under="ignore"):
-                om = w * buf.s * buf.s
-            om_max = om.max()
-            if om_max > 0:
-                with np.errstate(over="ignore"):
-                    Wz = buf.Zh * (om / om_max)[:, None]
+            # ω = w s² / ω_max and w s / ω_max in logarithms: s² of a tiny row is subnormal
+            log_om = _log_ws2(w, buf.s)
+            log_max = log_om.max()
+            if np.isfinite(log_max):
+                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+                    Wz = buf.Zh * np.exp(log_om - log_max)[:, None]
                     S = buf.Zh.T @ Wz
                     if self.alpha:
-                        S.flat[:: self.D + 1] += self.alpha / om_max
-                    rhs = buf.Zh.T @ ((w * buf.s / om_max)[:, None] * buf.Y)
+                        S.flat[:: self.D + 1] += self.alpha * np.exp(-log_max)
+                    cy = np.exp(0.5 * (log_om + np.log(w)) - log_max)
+                    rhs = buf.Zh.T @ (cy[:, None] * buf.Y)
                 if np.isfinite(S).all() and np.isfinite(rhs).all():
                     sol = _cho_solve_checked(S, rhs)
         if sol is None:
@@ -228,12 +230,25 @@ class BatchSolver:
         self._beta = sol
 
 
-def _spread(v, keep):
-    """``max/min`` of ``v`` over ``keep`` along the last axis (``inf`` for a zero)."""
-    hi = np.where(keep, v, 0.0).max(axis=-1, initial=0.0)
-    lo = np.where(keep, v, np.inf).min(axis=-1, initial=np.inf)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(np.isfinite(lo), hi / lo, 1.0)
+def _log_ws2(w, s):
+    """``log(w s²)`` (``-inf`` for a zero row or weight): no subnormal ``s²``."""
+    with np.errstate(divide="ignore"):
+        return np.log(w) + 2.0 * np.log(s)
+
+
+def _inv_ws2(w, s):
+    """``1/(w s²)``, ``inf`` where it overflows."""
+    with np.errstate(over="ignore"):
+        return np.exp(-_log_ws2(w, s))
+
+
+def _spread(log_v, keep):
+    """``max/min`` of ``exp(log_v)`` over ``keep`` along the last axis (``inf`` for a
+    zero), from logarithms."""
+    hi = np.where(keep, log_v, -np.inf).max(axis=-1, initial=-np.inf)
+    lo = np.where(keep, log_v, np.inf).min(axis=-1, initial=np.inf)
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(np.isfinite(lo) | np.isneginf(lo), np.exp(hi - lo), 1.0)
 
 
 def _band(E, N):

@@ -13,6 +13,7 @@ An orthogonal row rotation ``T`` maps ``R → T R``, ``R⁺ → R⁺ Tᵀ``, ``�
 """
 
 import numpy as np
+from scipy.linalg.blas import dnrm2
 
 from ._window import WindowBuffer, normalise_rows
 
@@ -120,7 +121,8 @@ class GivensWindow:
         n = self.n
         Rv = M[:n, R] @ self._v
         drift = M[:n, R] @ (M[:n, P].T @ Rv) - Rv
-        if drift @ drift > (self.probe_tol**2) * (Rv @ Rv):
+        # norms, not squared norms: rows may be as small as 1e-300 or as large as 1e300
+        if not _norm(drift) <= self.probe_tol * _norm(Rv):
             self.refresh()
 
     def _ridge_beta(self):
@@ -159,10 +161,13 @@ class GivensWindow:
         #   b = R⁺hᵀ/(1 + h hᵀ)        if c = 0
         #   R̄⁺ = [R⁺ − b h, b],   β ← β + b (y − zᵀβ)
         h = Pt @ z
-        c = z - Pt.T @ (M[:n, R] @ z)
-        cc = c @ c
-        if cc > (self.rank_tol**2) * (z @ z):
-            b = c / cc
+        # c = (I − R⁺R) z on the unit row: R z itself may overflow or underflow
+        nz = _norm(z)
+        zu = z / nz if nz > 0 else z
+        c = (zu - Pt.T @ (M[:n, R] @ zu)) * nz
+        nc = _norm(c)
+        if nc > self.rank_tol * nz:
+            b = (c / nc) / nc
             self.rank += 1
         else:
             b = (Pt.T @ h) / (1.0 + h @ h)
@@ -218,15 +223,21 @@ class GivensWindow:
         t = a @ k  # (A A⁺)₀₀: 1 when the oldest row is independent of the others
         if self.rank == n or 1.0 - t <= self.rank_tol:
             self.rank -= 1
-            # overparameterised (Cline, rank drops): B⁺ = (I − k k⁺) K,  β ← (I − k k⁺) β
-            kk = k @ k
-            Kt -= np.outer(Kt @ k, k / kk)
-            self.beta -= np.outer(k, (k @ self.beta) / kk)
+            # overparameterised (Cline, rank drops): B⁺ = (I − k k⁺) K,  β ← (I − k k⁺) β,
+            # with k k⁺ = u uᵀ, u = k/‖k‖
+            u = k / _norm(k)
+            Kt -= np.outer(Kt @ u, u)
+            self.beta -= np.outer(u, u @ self.beta)
         else:
             # classical (rank kept): B⁺ = K + k (aᵀK)/(1 − aᵀk),
             #   β ← β − k (y_o − aᵀβ)/(1 − aᵀk)
             Kt += np.outer(Kt @ a, k / (1.0 - t))
             self.beta -= np.outer(k, (M[0, eta] - a @ self.beta) / (1.0 - t))
+
+
+def _norm(v):
+    """``‖v‖`` without overflow or underflow of the squares (BLAS ``nrm2``)."""
+    return dnrm2(np.ascontiguousarray(v, dtype=np.float64)) if v.size else 0.0
 
 
 class GivensSolver:

@@ -353,3 +353,35 @@ def test_forgetting_factor_close_to_zero_long_window_auto(D):
     o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=1e-3, alpha=0)
     assert np.all(np.isfinite(y_pred)) and reg.n_orthogonal_windows_ > 0
     assert_matches_oracle(y_pred, o_pred, kappa, "auto")
+
+
+@pytest.mark.parametrize("solver", ["auto", "svd", "givens"])
+@pytest.mark.parametrize("D, window", [(3, 10), (40, 10), (4, 48), (96, 48)])
+@pytest.mark.parametrize("scale", [1e-300, 1e-160, 1e-100, 1e100, 1e160, 1e300])
+def test_every_scale_is_exact(scale, D, window, solver):
+    # rows of norm ≈ 1e-160 once sent the default solver off by 0.4 (a subnormal s²)
+    rng = np.random.default_rng(13)
+    Z = rng.normal(size=(120, D)) * (scale / np.sqrt(D))
+    y = rng.normal(size=120)
+    reg = QREWRLSRegressor(window, solver=solver)
+    y_pred = prequential_predict(reg, Z, y)
+    o_pred, kappa, o_beta = prequential_oracle(Z, y, window_size=window, forgetting_factor=1.0, alpha=0)
+    assert_matches_oracle(y_pred, o_pred, kappa, solver)
+    np.testing.assert_allclose(reg.coef_, o_beta[:, 0], rtol=0, atol=1e-9 * np.abs(o_beta).max())
+
+
+@pytest.mark.parametrize("window", [10, 64])
+@pytest.mark.parametrize("alpha", [1e-100, 1e-30, 1e-12, 1e-2])
+def test_tiny_ridge_coefficients_are_exact_on_both_paths(alpha, window):
+    # alpha = 1e-100 with 10 rows × 40 features once gave coef_ off by 2.17
+    rng = np.random.default_rng(14)
+    Z, y = rng.normal(size=(10, 40)), rng.normal(size=10)
+    # Zᵀ(ZZᵀ + αI)⁻¹y: well conditioned here (κ(ZZᵀ) ≈ 10), unlike the augmented
+    # lstsq oracle, whose own error is ≈ eps·σ_max/√α (3e-9 at α = 1e-12)
+    ref = Z.T @ np.linalg.solve(Z @ Z.T + alpha * np.eye(10), y)
+    whole = QREWRLSRegressor(window, alpha=alpha).fit(Z, y)
+    one = QREWRLSRegressor(window, alpha=alpha).fit(Z[:1], y[:1])
+    for t in range(1, 10):
+        one.learn_one(Z[t], y[t])
+    for reg in (whole, one):
+        np.testing.assert_allclose(reg.coef_, ref, rtol=0, atol=1e-9 * np.abs(ref).max())
