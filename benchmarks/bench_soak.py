@@ -1,12 +1,13 @@
 """Soak: a 10⁶-step stream stays exact (deviation from the from-scratch oracle over time).
 
 ABO synthetic series, 7 lags, RFF features, N = 20, D ∈ {8, 64} (D < N and D > N),
-λ ∈ {1, 0.99}. The stream is fed in calls of 100,000 rows; after each call the last
+λ ∈ {1, 0.99}; ``--window 200 --features 64,256`` soaks the long-window block solvers. The stream is fed in calls of 100,000 rows; after each call the last
 ``--check`` prequential predictions are compared with ``numpy.linalg.lstsq`` on their
 weighted windows, relative to ``max|ŷ|`` over those steps.
 
 Run: ``python benchmarks/bench_soak.py`` (``--steps 100000`` for a shorter run,
-``--solver givens`` for the paper's recursion).
+``--solver givens`` for the paper's recursion, ``--window 200 --features 64,256`` for
+long windows).
 """
 
 import argparse
@@ -18,17 +19,14 @@ from threadpoolctl import threadpool_limits
 from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
 from sklearn_orfit.datasets import make_abo_series, make_lagged
 
-N = 20
-
-
-def oracle_pred(Z, y, t, lam):
+def oracle_pred(Z, y, t, lam, N):
     lo = max(0, t - N)
     sw = np.sqrt(lam) ** np.arange(t - lo - 1, -1, -1)
     beta = np.linalg.lstsq(Z[lo:t] * sw[:, None], y[lo:t] * sw, rcond=None)[0]
     return Z[t] @ beta
 
 
-def soak(D, lam, steps, check, solver, chunk):
+def soak(D, lam, steps, check, solver, chunk, N):
     x = make_abo_series(steps + 7, random_state=1)
     X, y = make_lagged(x, 7)
     Z = RandomFourierFeatures(D, sigma=1.0, random_state=1).fit_transform(X)
@@ -39,7 +37,7 @@ def soak(D, lam, steps, check, solver, chunk):
         stop = min(start + chunk, len(y))
         y_pred = prequential_predict(reg, Z[start:stop], y[start:stop])
         ts = range(max(N, start, stop - check), stop)
-        ref = np.array([oracle_pred(Z, y, t, lam) for t in ts])
+        ref = np.array([oracle_pred(Z, y, t, lam, N) for t in ts])
         ours = y_pred[[t - start for t in ts]]
         rows.append((stop, np.abs(ours - ref).max() / np.abs(ref).max()))
     return rows, time.perf_counter() - t0, reg.n_orthogonal_windows_
@@ -50,15 +48,17 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=1_000_000)
     p.add_argument("--check", type=int, default=1000, help="steps compared per checkpoint")
     p.add_argument("--solver", default="auto", choices=["auto", "givens", "svd"])
+    p.add_argument("--window", type=int, default=20, help="N")
+    p.add_argument("--features", default="8,64", help="comma-separated D values")
     args = p.parse_args(argv)
     chunk = max(1, min(100_000, args.steps // 10))
     worst_final = 0.0
     with threadpool_limits(limits=1):
-        for D in (8, 64):
+        for D in map(int, args.features.split(",")):
             for lam in (1.0, 0.99):
-                rows, secs, n_orth = soak(D, lam, args.steps, args.check, args.solver, chunk)
+                rows, secs, n_orth = soak(D, lam, args.steps, args.check, args.solver, chunk, args.window)
                 trace = "  ".join(f"{t // 1000}k:{e:.1e}" for t, e in rows)
-                print(f"D={D:>3} λ={lam:<5} solver={args.solver}: {secs:6.1f} s, "
+                print(f"N={args.window} D={D:>3} λ={lam:<5} solver={args.solver}: {secs:6.1f} s, "
                       f"orthogonal windows {n_orth}; max rel. deviation per checkpoint: {trace}")
                 worst_final = max(worst_final, rows[-1][1])
     verdict = "PASS" if worst_final <= 1e-9 else "FAIL"

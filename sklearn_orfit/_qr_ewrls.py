@@ -1,4 +1,9 @@
-"""Windowed, exponentially weighted, minimum-norm least squares (ABO / QR-EWRLS, SPEC §2)."""
+"""Windowed, exponentially weighted, minimum-norm least squares (ABO / QR-EWRLS).
+
+The estimator validates each call and hands its rows to one window solver (see
+:func:`make_solver`); every solver keeps an undo record, so a call that fails changes
+nothing.
+"""
 
 from numbers import Integral, Real
 
@@ -20,7 +25,7 @@ __all__ = ["QREWRLSRegressor"]
 class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Sliding-window, exponentially weighted, minimum-norm recursive least squares.
 
-    After each row ``t`` the coefficients are the oracle solution of SPEC §2 on the
+    After each row ``t`` the coefficients are the least-squares solution on the
     window of the last ``window_size`` rows, with weights ``w_i = λ^(t−i)``::
 
         β_t = argmin_β Σ_i w_i (y_i − z_iᵀβ)² + α‖β‖²     (minimum ℓ2 norm when α = 0)
@@ -41,26 +46,34 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
     alpha : float, default=0.0
         Ridge penalty ``α ≥ 0`` (not forgotten). ``0`` gives the minimum-norm solution.
     solver : {"auto", "svd", "givens"}, default="auto"
-        * ``"auto"`` — each window is solved from scratch: the inner products it needs
-          come from a few matrix products over the whole call, and the small ``N×N``
-          (``D ≥ N``) or ``D×D`` (``D < N``) systems are solved together; a window whose
-          Gram matrix is worse conditioned than ``1e6`` (``κ(W½Z) ≳ 1e3``), or that holds
-          an all-zero row, is recomputed on the orthogonal route (the same cut-off as
-          :func:`numpy.linalg.lstsq`): for ``D ≥ N`` a QR factorisation of the transposed
-          window slid from one such window to the next (``O(N·D)`` per row plus an
-          ``O(N³)`` SVD, refactorised from scratch every ``N`` rows), for ``D < N`` a QR
-          of the window. Streams whose windows are all ill-conditioned (tiny ``sigma``,
-          large ``window_size``, ``alpha=0``) are therefore slower, not wrong;
-          ``alpha > 0`` keeps them on the fast route. The fast route carries nothing
-          between windows, so nothing drifts.
-        * ``"svd"`` — every window on the orthogonal route (QR + SVD of the window, the
-          same cut-off as :func:`numpy.linalg.lstsq`). Slowest, most accurate at ``D ≈ N``.
+        * ``"auto"`` — exact (within a condition-number-scaled bound of
+          :func:`numpy.linalg.lstsq` on the weighted window) at ``O(N·D + N²)`` a row
+          for ``D ≥ N`` and ``O(D²)`` a row for ``D < N`` (plus amortised
+          refactorisations, see Notes), by the route that fits the window:
+
+          - windows of up to 32 rows, and a ridge together with forgetting (which does
+            not scale with the weights): every window solved from scratch, the small
+            ``N×N`` or ``D×D`` systems of a whole call together;
+          - ``D ≥ N``: the dual route — a Cholesky factor of the rows that stay in the
+            window for a block of rows, and a small Schur complement for the others;
+          - ``D < N``: the primal route — a Cholesky factor of the weighted normal
+            equations of those rows (their Gram matrix carried from block to block),
+            and Woodbury's identity for the others.
+
+          A window whose Gram matrix is worse conditioned than ``1e6``
+          (``κ(W½Z) ≳ 1e3``), or that is rank deficient, goes to the orthogonal route: an
+          economic QR factorisation of the window (of the ridge-augmented window when
+          ``alpha > 0``) slid from row to row (``O(N·D)``), the same cut-off as
+          :func:`numpy.linalg.lstsq`. Nothing is carried between windows in a way that
+          could drift: factors are recomputed, not updated, every block.
+        * ``"svd"`` — every window from scratch on the orthogonal route (QR + SVD of the
+          window). Slowest; the reference.
         * ``"givens"`` — the ABO paper's recursion (Algorithm 1): a QR factorisation of
           the window updated by Givens rotations, its pseudo-inverse by Greville
           (new row) and Cline (oldest row) formulas, recomputed from ``R`` whenever a
           Penrose identity probe detects drift. With ``alpha > 0`` (not in the paper) the
           ridge solution is read off the rotated factor, ``β = Rᵀ(RRᵀ + αI)⁻¹η``. One row
-          at a time.
+          at a time, ``O(N·D + N²)`` a row with a Python loop over ``2N`` rotations.
 
     Attributes
     ----------
@@ -91,11 +104,23 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
 
     Notes
     -----
-    Per step, ``"auto"`` costs one ``N×D`` matrix-vector product's worth of
-    multiply-adds (done as matrix-matrix products over blocks of rows) plus an
-    ``O(N³)`` (``D ≥ N``) or ``O(N·D² + D³)`` (``D < N``) small solve; ``"givens"``
-    costs ``O(N·D)`` (``O(N·D + N²)`` with the rotations of ``Q``). There is no intercept:
-    centre ``y`` or append a constant feature.
+    Cost of ``"auto"`` per row, with ``b`` rows per block (``b ≈ 0.64 N^¾`` on the dual
+    route, ``b ≈ 2√D`` on the primal one):
+
+    * dual (``D ≥ N``): the new row's products with the window (``N·D``, as matrix
+      products over the rows of a call), two triangular solves with the core factor
+      (``N²``), the window's periphery system (``b³``), and the core's factorisation
+      amortised over its block (``N³/(3b)``); memory: the window (``N×D``), its Gram
+      matrix and the core factor (``N×N`` each).
+    * primal (``D < N``): a triangular solve (``D²``), the periphery (``b³ + D·b``),
+      and per block a rank-``2b`` update and factorisation of the ``D×D`` normal
+      equations (``D² + D³/b`` a row), recomputed from the window every ``N`` rows;
+      memory: the window and ``O(D²)``.
+    * windows of up to 32 rows: ``O(N³)`` (``D ≥ N``) or ``O(N·D² + D³)`` per window.
+
+    The measured costs against the window length are in the benchmarks
+    (``benchmarks/bench_window_scaling.py``). There is no intercept: centre ``y`` or
+    append a constant feature.
 
     :meth:`predict_one` and :meth:`learn_one` are the single-observation path: they skip
     scikit-learn's input validation (only shape, dtype and finiteness are checked) and are
@@ -227,7 +252,11 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         try:
             # overflow is detected below and reported as an error, not as a warning
             with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-                Y_pred = solver.update(X, Y, predict=predict)
+                # long calls in pieces: the solvers' temporaries are O(rows × (N + D))
+                step = max(1, _CALL_NUMBERS // max(X.shape[1], self.window_size))
+                parts = [solver.update(X[a : a + step], Y[a : a + step], predict=predict)
+                         for a in range(0, X.shape[0], step)]
+                Y_pred = np.concatenate(parts) if predict else None
                 coef = solver.coef()
             if not np.all(np.isfinite(coef)) or (Y_pred is not None and not np.all(np.isfinite(Y_pred))):
                 raise ValueError(
@@ -246,6 +275,9 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         check_is_fitted(self)
         return self._solver.buf.singular_values(self.forgetting_factor)
 
+
+# numbers per piece of a long call handed to the solver (≈ 16 MB a temporary)
+_CALL_NUMBERS = 2**21
 
 # windows up to this length are solved from scratch, in batches (the fastest exact way for
 # short windows); longer ones by the block solvers

@@ -1,23 +1,22 @@
-"""Batched exact solvers for stacks of small weighted least-squares windows.
+"""What the window solvers share: the orthogonal route and the block solvers' skeleton.
 
-Each window ``j`` holds ``Ã_j = W½ Z_j`` (``n`` weighted rows of ``D`` features) and
-``Ỹ_j = W½ Y_j``. Its solution is the oracle of SPEC §2::
+Every solver answers the same question for the window ``Ã = W½ Z`` (``n`` weighted rows,
+weights ``λ^age``) and ``Ỹ = W½ Y``::
 
-    β_j = argmin ‖Ã_j β − Ỹ_j‖² + α‖β‖²   (minimum norm when α = 0)
-        = lstsq([Ã_j; √α I], [Ỹ_j; 0], rcond=None)
+    β = argmin ‖Ã β − Ỹ‖² + α‖β‖²   (minimum norm when α = 0)
+      = lstsq([Ã; √α I], [Ỹ; 0], rcond=None)
 
-Two routes are provided:
+and has the same small interface: ``update(Z, Y, *, predict) -> predictions or None``,
+``coef()``, ``checkpoint(n_rows)`` / ``restore(record)`` (an undo record of what the rows
+will overwrite) and ``n_orthogonal``. Here:
 
-* :func:`solve_normal_stack` — the fast route on a stack of small symmetric positive
-  (semi)definite systems ``S_j x_j = B_j`` (Gram matrices: ``Ã Ãᵀ + αI`` in the dual,
-  ``ÃᵀÃ + αI`` in the primal). Forming a Gram matrix squares the condition number, so
-  the route also returns a condition estimate; callers send every window whose estimate
-  exceeds :data:`GRAM_KAPPA_MAX` to the orthogonal route.
-* :func:`lstsq_stack` — the orthogonal route: QR of the tall orientation, then an SVD of
-  the small triangular factor; singular values at or below ``eps · max(n, D) · s_max`` are
-  treated as zero, exactly as :func:`numpy.linalg.lstsq` does.
-
-No state is carried from one window to the next, so nothing drifts over long streams.
+* :func:`solve_normal_stack` — a stack of small symmetric positive (semi)definite systems
+  with a condition estimate (Gram matrices square the condition number: callers send a
+  window whose estimate exceeds :data:`GRAM_KAPPA_MAX` to the orthogonal route);
+* :func:`lstsq_stack` — the orthogonal route from scratch (QR, then an SVD of the small
+  triangular factor, :func:`numpy.linalg.lstsq`'s cut-off);
+* :class:`SlidingQR` — the orthogonal route slid row by row (``O(N·D)``);
+* :class:`CoreBlockSolver` — the skeleton of the dual and primal block solvers.
 """
 
 import numpy as np

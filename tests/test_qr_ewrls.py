@@ -385,3 +385,58 @@ def test_tiny_ridge_coefficients_are_exact_on_both_paths(alpha, window):
         one.learn_one(Z[t], y[t])
     for reg in (whole, one):
         np.testing.assert_allclose(reg.coef_, ref, rtol=0, atol=1e-9 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("lam, alpha", [(1.0, 0.0), (0.97, 0.0), (1.0, 1e-2), (0.97, 1e-2)])
+@pytest.mark.parametrize("D", [16, 160])
+def test_long_windows_match_oracle_on_every_path(D, lam, alpha):
+    # N = 60: the block solvers (dual for D ≥ N, primal for D < N; a ridge with
+    # forgetting is solved window by window), through prequential_predict, partial_fit
+    # pieces and the single-row path
+    Z, y = abo_features(D, 500)
+    window = 60
+    o_pred, kappa, o_beta = prequential_oracle(Z, y, window_size=window, forgetting_factor=lam, alpha=alpha)
+    make = lambda: QREWRLSRegressor(window, forgetting_factor=lam, alpha=alpha)  # noqa: E731
+    whole = make()
+    y_pred = prequential_predict(whole, Z, y)
+    assert_matches_oracle(y_pred, o_pred, kappa, "auto")
+    np.testing.assert_allclose(whole.coef_, o_beta[:, 0], atol=1e-9 * max(1, kappa[-1]) * np.abs(o_beta).max())
+    pieces = make()
+    chunks = [prequential_predict(pieces, Z[a:b], y[a:b]) for a, b in [(0, 1), (1, 70), (70, 71), (71, 333), (333, 500)]]
+    np.testing.assert_allclose(np.concatenate(chunks), y_pred, rtol=0, atol=1e-10 * np.abs(y_pred).max())
+    one = make().partial_fit(Z[:1], y[:1])
+    preds = [0.0]
+    for t in range(1, 200):
+        preds.append(one.predict_one(Z[t]))
+        one.learn_one(Z[t], y[t])
+    np.testing.assert_allclose(preds, y_pred[:200], rtol=0, atol=1e-10 * np.abs(y_pred).max())
+
+
+@pytest.mark.parametrize("D", [16, 160])
+def test_long_window_no_look_ahead_bit_identical(D):
+    Z, y = abo_features(D, 300)
+    base = prequential_predict(QREWRLSRegressor(60), Z, y)
+    for i in [0, 59, 60, 150, 299]:
+        Z2, y2 = Z.copy(), y.copy()
+        Z2[i + 1 :] += 1.0
+        y2[i:] -= 3.0
+        assert np.array_equal(prequential_predict(QREWRLSRegressor(60), Z2, y2)[: i + 1], base[: i + 1])
+
+
+def test_single_row_path_allocates_nothing_of_window_squared():
+    # N = 10⁵ with 5 features: the primal route holds the window (N×D) and O(D²), no N×N
+    import tracemalloc
+
+    window, D = 100_000, 5
+    rng = np.random.default_rng(15)
+    Z, y = rng.normal(size=(60, D)), rng.normal(size=60)
+    reg = QREWRLSRegressor(window).partial_fit(Z[:10], y[:10])
+    tracemalloc.start()
+    for t in range(10, 60):
+        reg.predict_one(Z[t])
+        reg.learn_one(Z[t], y[t])
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert peak < 64 * window * D  # a few copies of the window at most; N² would be 8e10
+    o_pred, kappa, o_beta = prequential_oracle(Z, y, window_size=window, forgetting_factor=1.0, alpha=0)
+    np.testing.assert_allclose(reg.coef_, o_beta[:, 0], atol=1e-10)

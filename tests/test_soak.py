@@ -20,6 +20,17 @@ def test_million_step_stream_stays_exact():
     assert worst <= 1e-9
 
 
+@pytest.mark.slow
+def test_million_step_stream_stays_exact_with_a_long_window():
+    worst = load_bench("bench_soak").main(["--steps", "1000000", "--check", "500", "--window", "200", "--features", "64,256"])
+    assert worst <= 1e-9
+
+
+def test_short_soak_with_a_long_window_is_exact():
+    worst = load_bench("bench_soak").main(["--steps", "3000", "--check", "200", "--window", "200", "--features", "64,256"])
+    assert worst <= 1e-9
+
+
 def test_short_soak_runs_and_is_exact():
     worst = load_bench("bench_soak").main(["--steps", "3000", "--check", "100"])
     assert worst <= 1e-9
