@@ -28,7 +28,7 @@ import numpy as np
 from scipy.linalg import cho_solve, lapack
 from scipy.linalg.blas import dtrsv
 
-from ._window_solvers import GRAM_KAPPA_MAX, CoreBlockSolver
+from ._window_solvers import FAST, GRAM_KAPPA_MAX, ORTHOGONAL, CoreBlockSolver
 
 __all__ = ["PrimalSolver", "primal_block_size"]
 
@@ -272,11 +272,11 @@ class PrimalSolver(CoreBlockSolver):
         coefficients' periphery part ``m = C⁻¹ ν∘(R_Iᵀ h_I)``.
         """
         nw, c = lo.size, self.c
-        ok = np.full(nw, blk.core_ok)
+        route = np.full(nw, ORTHOGONAL)
         pred = np.zeros((nw, c))
         parts = [None] * nw
         if not blk.core_ok:
-            return ok, pred, parts
+            return route, pred, parts
         for sel, idx, valid in self._windows(lo, hi):
             nu = blk.nu[idx] * valid
             T = _principal_blocks(blk.T, idx, valid)
@@ -301,7 +301,7 @@ class PrimalSolver(CoreBlockSolver):
             inv = np.sqrt(np.einsum("dk,dk->k", Wt, Wt).reshape(nwin, 2).max(axis=1))
             with np.errstate(invalid="ignore", over="ignore"):
                 kappa = (blk.nSA + (nu * nu * blk.zd2[idx]).sum(axis=1)) * inv
-            ok[sel] = kappa <= GRAM_KAPPA_MAX
+            route[sel] = np.where(kappa <= GRAM_KAPPA_MAX, FAST, ORTHOGONAL)
             if new is not None:
                 # ŷ/s = ρ·h_A + t_I·(w s y)_I − (ν∘t_I)ᵀ m,  t = the new row's T row
                 t = np.where(valid, blk.T[new[sel, None], idx], 0.0)
@@ -309,7 +309,7 @@ class PrimalSolver(CoreBlockSolver):
             else:
                 for w, i in enumerate(range(sel.start, sel.stop)):
                     parts[i] = (nu[w][:, None] * m_y[w])[valid[w]]
-        return ok, pred, parts
+        return route, pred, parts
 
     def _coef(self, blk, nu_m):
         # β = d⁻¹ L_A⁻ᵀ (h_I − R_I ν C⁻¹ ν R_Iᵀ h_I),  h_I = h_A + R_I (w s y)_I

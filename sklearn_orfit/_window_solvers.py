@@ -326,15 +326,20 @@ class SlidingQR:
         return Vt.T @ (f[:, None] * (U.T @ (Q.T @ Yw)))
 
 
+# how a window is solved (see CoreBlockSolver)
+FAST, REFINE, ORTHOGONAL = 0, 1, 2
+
+
 class CoreBlockSolver:
     """Shared skeleton of the block solvers (:mod:`._dual_solver`, :mod:`._primal_solver`).
 
     Rows are learned one at a time into a :class:`WindowBuffer`. Every ``b`` rows a new
     *block* refactorises the rows that stay in the window for the whole block (the core);
     the other rows of the block's windows (the periphery) enter one by one. Subclasses
-    provide the block (``_new_block``), a window's factorisation or ``None`` when the
-    window must go to the orthogonal route (``_factor_window``), a prediction from it
-    (``_predict``) and the coefficients (``_coef``). Windows sent to the orthogonal route
+    provide the block (``_new_block``), the batched solve of a block's windows
+    (``_solve_windows``: predictions and a route per window — :data:`FAST`, or
+    :data:`REFINE` for one step of refinement against the rows themselves
+    (``_refined``), or :data:`ORTHOGONAL`) and the coefficients (``_coef``). Windows sent to the orthogonal route
     are solved by a :class:`SlidingQR` kept slid while it is in use (``O(N·D)`` a row)
     and dropped after ``N`` rows without use.
     """
@@ -372,8 +377,12 @@ class CoreBlockSolver:
             return np.zeros((self.D, self.c))
         blk = self._block()
         lo, hi = np.array([blk.dropped]), np.array([blk.m])
-        ok, _, parts = self._solve_windows(blk, lo, hi, None)
-        return self._coef(blk, parts[0]) if ok[0] else self._orthogonal_beta()
+        route, _, parts = self._solve_windows(blk, lo, hi, None)
+        if route[0] == FAST:
+            return self._coef(blk, parts[0])
+        if route[0] == REFINE:
+            return self._refined(blk, blk.dropped, blk.m, parts[0])
+        return self._orthogonal_beta()
 
     def checkpoint(self, n_rows):
         """A record to undo the next ``n_rows`` rows with (see :meth:`restore`)."""
@@ -428,29 +437,31 @@ class CoreBlockSolver:
             P_old, P_new = Zh @ buf.Zh.T, Zh @ Zh.T  # (n, N), (n, n)
         m0 = blk.m
         blk.add_rows(Zh, s, Y, P_old=None if P_old is None else P_old.T, P_new=P_new)
-        ok = np.ones(n, dtype=bool)
+        route = np.full(n, FAST)
         if out is not None:
             # window before new row i: the core and the periphery [dropped_i, m0 + i)
             lo = blk.dropped + np.concatenate([[0], np.cumsum(drops)[:-1]])
             hi = m0 + np.arange(n)
-            ok, pred, _ = self._solve_windows(blk, lo, hi, m0 + np.arange(n), s_new=s)
+            route, pred, parts = self._solve_windows(blk, lo, hi, m0 + np.arange(n), s_new=s)
             out[:] = pred * s[:, None]
-            ok |= held == 0
+            route[held == 0] = FAST
             out[held == 0] = 0.0
         slots = (buf.pos + np.arange(n)) % buf.N
+        blk.slot[m0 : m0 + n] = slots
         for i in range(n):
-            if not ok[i]:
-                out[i] = Z[i] @ self._orthogonal_beta()
             k = None
             if P_old is not None:
                 # the row's products with the ring when it is written: earlier new rows
                 # have replaced the slots they were written to
                 k = P_old[i].copy()
                 k[slots[:i]] = P_new[i, :i]
+            if route[i] == REFINE:
+                out[i] = s[i] * self._refined(blk, lo[i], hi[i], parts[i], k=k)
+            elif route[i] == ORTHOGONAL:
+                out[i] = Z[i] @ self._orthogonal_beta()
             buf.push(Zh[i], s[i], Y[i], k)
             if self.orth is not None:
                 self._slide_orthogonal(Z[i], drop=bool(drops[i]))
-        blk.slot[m0 : m0 + n] = slots
         blk.j += n
         blk.dropped += int(drops.sum())
 

@@ -1,16 +1,15 @@
-"""From-scratch oracles the recursive solvers are tested against (SPEC §2)."""
+"""From-scratch oracles the recursive solvers are tested against."""
 
 import numpy as np
 
 
 def window_lstsq(Z, Y, t, *, window_size, forgetting_factor, alpha):
-    """The SPEC §2 solution on the window of rows ``< t``, from scratch.
+    """The windowed least-squares solution on the window of rows ``< t``, from scratch.
 
     ``alpha == 0``: ``numpy.linalg.lstsq(W½ Z, W½ Y, rcond=None)``. ``alpha > 0``: the ridge
-    solution ``argmin ‖W½(Y − Zβ)‖² + α‖β‖²`` in closed form, ``A = W½ Z``,
-    ``β = Aᵀ (A Aᵀ + αI)⁻¹ W½ Y`` (the same as ``lstsq([A; √α I], [W½ Y; 0])``, see
-    ``test_ridge_oracle_equals_augmented_lstsq``, without its ``O(D³)`` cost; the system is
-    well conditioned, ``κ ≤ (σ_max² + α)/α``).
+    solution ``argmin ‖W½(Y − Zβ)‖² + α‖β‖²`` from the SVD of ``A = W½ Z``,
+    ``β = V diag(s/(s² + α)) Uᵀ W½ Y`` (the same as ``lstsq([A; √α I], [W½ Y; 0])``, see
+    ``test_ridge_oracle_equals_augmented_lstsq``, without its ``O(D³)`` cost).
 
     Returns the coefficients and the condition number of that least-squares problem
     (over its non-zero singular values).
@@ -23,12 +22,13 @@ def window_lstsq(Z, Y, t, *, window_size, forgetting_factor, alpha):
     if A.shape[0] == 0:
         return np.zeros((Z.shape[1], Y.shape[1])), 1.0
     if alpha:
-        G = A @ A.T
-        G.flat[:: G.shape[0] + 1] += alpha
-        beta = A.T @ np.linalg.solve(G, B)
+        # β = V diag(s/(s² + α)) Uᵀ B from the SVD of A (the normal equations' own error,
+        # ≈ eps·κ(AAᵀ + αI), exceeds the solvers' at small α)
+        U, s, Vt = np.linalg.svd(A, full_matrices=False)
+        beta = Vt.T @ ((s / (s * s + alpha))[:, None] * (U.T @ B))
         # conditioning of the ridge problem on the rows' span: sqrt(κ(AAᵀ + αI))
-        ev = np.linalg.eigvalsh(G)
-        return beta, float(np.sqrt(ev[-1] / ev[0]))
+        ev = np.concatenate([s * s, np.zeros(A.shape[0] - s.size)]) + alpha
+        return beta, float(np.sqrt(ev.max() / ev.min()))
     beta, _, _, s = np.linalg.lstsq(A, B, rcond=None)
     # condition number of the oracle's problem over its non-zero singular values
     s = s[s > np.finfo(float).eps * max(A.shape) * s[0]]
