@@ -201,6 +201,7 @@ class DualSolver(CoreBlockSolver):
             forgetting_factor=forgetting_factor, alpha=alpha,
             block_size=block_size or default_block_size(window_size), gram=True,
         )
+        self.n_refined = 0  # windows refined against the rows (between the two routes)
 
     def _normalise(self, Z):
         Zh, s = normalise_rows(Z)
@@ -222,12 +223,13 @@ class DualSolver(CoreBlockSolver):
         # a zero (or decoupled) row: unit diagonal and ỹ = 0 give â = 0
         return np.where(s > 0, self.alpha * _inv_or_zero(s) ** 2, 1.0)
 
-    def _solve_windows(self, blk, lo, hi, new, s_new=None):
+    def _solve_windows(self, blk, lo, hi, new, s_new=None, seg=None):
         """Solve windows ``core + periphery[lo_i, hi_i)`` together.
 
-        Returns ``ok`` (False: the window goes to the orthogonal route), the predictions
-        ``/s`` for the rows at periphery positions ``new`` (one per window) and, per
-        window, ``â_I = S⁻¹ g_I`` for the coefficients.
+        Returns the route of each window, the predictions ``/s`` for the rows at
+        periphery positions ``new`` (one per window) and, per window, ``â_I = S⁻¹ g_I``
+        for the coefficients. With ``seg`` (the new rows of a segment, see
+        :meth:`_refine_windows`) the windows to refine are refined here, together.
         """
         nw, c = lo.size, self.c
         route = np.full(nw, ORTHOGONAL)
@@ -259,7 +261,8 @@ class DualSolver(CoreBlockSolver):
             #   XX over the scattered m (zero outside each window)
             nwin = idx.shape[0]
             Mf = np.zeros((top, nwin, 2))
-            Mf[idx, np.broadcast_to(np.arange(nwin)[:, None], idx.shape)] = m * vm
+            w_of = np.broadcast_to(np.arange(nwin)[:, None], idx.shape)
+            Mf[idx[valid], w_of[valid]] = m[valid]  # padding positions alias position 0
             Mf = Mf.reshape(top, 2 * nwin)
             quad = np.einsum("pk,pk->k", Mf, blk.XX[:top, :top] @ Mf).reshape(nwin, 2)
             inv2 = (
@@ -285,10 +288,80 @@ class DualSolver(CoreBlockSolver):
                 # ŷ/s = r·u_A + t_Iᵀ S⁻¹ g_I,  t = the new row's T row
                 t = np.where(valid, blk.T[new[sel, None], idx], 0.0)
                 pred[sel] = blk.ru[new[sel]] + np.einsum("wi,wic->wc", t, a)
+                ref = np.flatnonzero(r == REFINE)
+                if seg is not None and ref.size:
+                    pred[sel.start + ref] += self._refine_windows(blk, idx[ref], valid[ref], a[ref], new[sel][ref], seg)
+                    route[sel.start + ref] = FAST
+                    r[ref] = FAST
             for w, i in enumerate(range(sel.start, sel.stop)):
                 if new is None or r[w] == REFINE:
                     parts[i] = a[w][valid[w]]
         return route, pred, parts
+
+    def _refine_windows(self, blk, idx, valid, a_P, new, seg):
+        """One step of refinement for several windows of a segment, as matrix products.
+
+        The windows are ``core + periphery[idx]`` (``valid`` marks real positions);
+        positions before ``seg["m0"]`` are rows in the ring (not yet overwritten: a row
+        leaves the window before its slot is reused), later ones are the segment's rows
+        ``seg["Zh"]``. As in :meth:`_refined`: ``a`` from the blocks, the residual
+        ``ỹ − (K̂ + diag(shift)) a`` with ``K̂ a = Ẑ (Ẑᵀ a)`` from the rows, and the
+        correction ``δ = K̂⁻¹ r`` through the blocks. Returns ``k̂·δ`` for each window's
+        new row (to add to its prediction ``/s``).
+        """
+        buf, c, m0 = self.buf, self.c, seg["m0"]
+        nw, H = idx.shape
+        self.n_refined += nw
+        A, nA = blk.slots_A, blk.slots_A.size
+        vm = valid[:, :, None]
+        # a_A = K̂_AA⁻¹ỹ_A − X_I a_I for every window (columns w·c + j)
+        coefP = np.zeros((blk.slot.size, nw, c))
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+        coefP[idx[valid], w_of[valid]] = a_P[valid]  # padding positions alias position 0
+        coefP = coefP.reshape(blk.slot.size, nw * c)
+        a_A = np.tile(blk.a_y, nw) - blk.X @ coefP  # (nA, nw·c)
+        in_ring = (idx < m0) & valid
+        in_seg = (idx >= m0) & valid
+        ring = np.zeros((buf.N, nw, c))
+        ring[blk.slot[np.where(in_ring, idx, 0)][in_ring], w_of[in_ring]] = a_P[in_ring]
+        ring = ring.reshape(buf.N, nw * c)
+        ring[A] += a_A
+        segc = np.zeros((seg["Zh"].shape[0], nw, c))
+        segc[(idx - m0)[in_seg], w_of[in_seg]] = a_P[in_seg]
+        segc = segc.reshape(-1, nw * c)
+        # K̂ a from the rows: Ẑ (Ẑᵀ a), the window's rows being ring and segment rows
+        U = buf.Zh.T @ ring + seg["Zh"].T @ segc  # (D, nw·c)
+        Ka_ring, Ka_seg = buf.Zh @ U, seg["Zh"] @ U
+        inv_s_ring = _inv_or_zero(buf.s)
+        # r_A = ỹ_A − (K̂a)_A − shift_A a_A
+        rA = (np.tile(buf.Y[A] * inv_s_ring[A, None], nw) - Ka_ring[A] - self._shift(A)[:, None] * a_A)
+        # r_I position by position
+        pos_slot = blk.slot[np.where(in_ring, idx, 0)]
+        Kr = Ka_ring.reshape(buf.N, nw, c)
+        Ks = Ka_seg.reshape(-1, nw, c)
+        KaI = np.where(in_ring[:, :, None], Kr[pos_slot, w_of], Ks[np.where(in_seg, idx - m0, 0), w_of])
+        ytil_I = np.where(
+            in_ring[:, :, None],
+            buf.Y[pos_slot] * inv_s_ring[pos_slot][..., None],
+            seg["Y"][np.where(in_seg, idx - m0, 0)] * _inv_or_zero(seg["s"])[np.where(in_seg, idx - m0, 0)][..., None],
+        )
+        shift_I = np.where(in_ring, self._shift(pos_slot), self._shift(seg["s"][np.where(in_seg, idx - m0, 0)], by_norm=True))
+        rI = (ytil_I - KaI - shift_I[:, :, None] * a_P) * vm
+        # δ_I = S⁻¹ (r_I − X_Iᵀ r_A),  δ_A = K̂_AA⁻¹ r_A − X_I δ_I
+        KrA = blk._bwd(blk._fwd(rA))  # (nA, nw·c)
+        XtrA = (blk.X.T @ rA).reshape(blk.slot.size, nw, c)[idx, w_of]  # (nw, H, c)
+        S = _principal_blocks(blk.T, idx, valid, copy=True)
+        S[:, np.arange(H), np.arange(H)] += ~valid
+        dI = _solve_stack(S, (rI - XtrA) * vm)[0] * vm
+        coefD = np.zeros((blk.slot.size, nw, c))
+        coefD[idx[valid], w_of[valid]] = dI[valid]
+        dA = KrA - blk.X @ coefD.reshape(blk.slot.size, nw * c)  # (nA, nw·c)
+        # k̂·δ: the new row's products with the core and with the window's periphery
+        kA = seg["P_old"][new - m0][:, A]  # (nw, nA)
+        corr = np.einsum("wa,awc->wc", kA, dA.reshape(nA, nw, c))
+        k_I = np.where(in_ring, seg["P_old"][(new - m0)[:, None], pos_slot],
+                       seg["P_new"][(new - m0)[:, None], np.where(in_seg, idx - m0, 0)])
+        return corr + np.einsum("wi,wic->wc", k_I * valid, dI)
 
     def _refined(self, blk, lo, hi, a_P, k=None):
         """One step of refinement of the window ``core + periphery[lo, hi)``.
@@ -299,6 +372,7 @@ class DualSolver(CoreBlockSolver):
         ``/s`` of a new row whose products with the ring are ``k``), or ``β = Ẑᵀ a``.
         """
         buf, I = self.buf, slice(lo, hi)
+        self.n_refined += 1
         A, P = blk.slots_A, blk.slot[I]
         a = np.zeros((buf.N, self.c))  # by ring slot (zero outside the window)
         a[P] = a_P

@@ -264,7 +264,7 @@ class PrimalSolver(CoreBlockSolver):
             self.gram.advance(self.buf, self.block)
         return _PrimalBlock(buf=self.buf, block_size=self.b, lam=self.lam, alpha=self.alpha, c=self.c, gram=self.gram)
 
-    def _solve_windows(self, blk, lo, hi, new, s_new=None):
+    def _solve_windows(self, blk, lo, hi, new, s_new=None, seg=None):
         """Solve windows ``core + periphery[lo_i, hi_i)`` together.
 
         Returns ``ok`` (False: the window goes to the orthogonal route), the predictions
@@ -295,7 +295,7 @@ class PrimalSolver(CoreBlockSolver):
             nwin = idx.shape[0]
             coef = np.zeros((blk.R.shape[1], nwin, 2))
             w_of = np.broadcast_to(np.arange(nwin)[:, None], idx.shape)
-            coef[idx, w_of] = (nu * valid)[:, :, None] * m_phi  # positions are distinct
+            coef[idx[valid], w_of[valid]] = (nu[:, :, None] * m_phi)[valid]  # padding aliases 0
             W = np.tile(blk.phi, nwin) - blk.R @ coef.reshape(coef.shape[0], -1)
             Wt = lapack.dtrtrs(blk.L, W, lower=1, trans=1)[0]
             inv = np.sqrt(np.einsum("dk,dk->k", Wt, Wt).reshape(nwin, 2).max(axis=1))

@@ -442,7 +442,8 @@ class CoreBlockSolver:
             # window before new row i: the core and the periphery [dropped_i, m0 + i)
             lo = blk.dropped + np.concatenate([[0], np.cumsum(drops)[:-1]])
             hi = m0 + np.arange(n)
-            route, pred, parts = self._solve_windows(blk, lo, hi, m0 + np.arange(n), s_new=s)
+            seg = dict(m0=m0, Zh=Zh, s=s, Y=Y, P_old=P_old, P_new=P_new)
+            route, pred, parts = self._solve_windows(blk, lo, hi, m0 + np.arange(n), s_new=s, seg=seg)
             out[:] = pred * s[:, None]
             route[held == 0] = FAST
             out[held == 0] = 0.0

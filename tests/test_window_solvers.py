@@ -289,3 +289,19 @@ def test_block_solver_ridge_on_the_orthogonal_route(route):
     assert solver.n_orthogonal > T // 2
     o = np.array([0.0] + [Z[t] @ augmented_ridge(Z[max(0, t - N) : t], y[max(0, t - N) : t, None], alpha)[:, 0] for t in range(1, T)])
     np.testing.assert_allclose(p, o, atol=1e-8 * np.abs(o).max())
+
+
+@pytest.mark.parametrize("lam, alpha", [(1.0, 0.0), (0.97, 0.0), (1.0, 1e-6)])
+def test_dual_refinement_route_matches_oracle(lam, alpha):
+    # D = N with smooth features: Gram condition estimates between 1e6 and 1e9, where a
+    # window is refined against its rows (batched in a call, one at a time for coef_)
+    from sklearn_orfit import RandomFourierFeatures
+    from sklearn_orfit.datasets import make_abo_series, make_lagged
+
+    X, y = make_lagged(make_abo_series(310, random_state=0), 7)
+    Z = RandomFourierFeatures(60, sigma=0.3, random_state=0).fit_transform(X)
+    solver = DualSolver(window_size=60, n_features=60, n_targets=1, forgetting_factor=lam, alpha=alpha)
+    pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 100), (100, 101), (101, 300)]])
+    assert solver.n_refined > 20
+    o_beta, kappa = assert_oracle(pred, Z[:300], y[:300], 60, lam, alpha)
+    np.testing.assert_allclose(solver.coef(), o_beta, atol=max(1e-9, 100 * EPS * kappa[-1]) * np.abs(o_beta).max())
