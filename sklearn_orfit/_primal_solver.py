@@ -45,10 +45,16 @@ def primal_block_size(window_size, n_features, forgetting_factor):
     return int(max(1, min(b, window_size)))
 
 
+_PROBES = {}
+
+
 def _probe_vectors(D):
-    i = np.arange(D, dtype=np.float64)[:, None]
-    v = np.sin(12.9898 * i + 78.233 * np.array([1.0, 2.0])) * 2.0 + np.array([0.1, -0.1])
-    return v / np.linalg.norm(v, axis=0)
+    """Two fixed unit probe vectors of length ``D`` (deterministic, Fortran-ordered)."""
+    if D not in _PROBES:
+        i = np.arange(D, dtype=np.float64)[:, None]
+        v = np.sin(12.9898 * i + 78.233 * np.array([1.0, 2.0])) * 2.0 + np.array([0.1, -0.1])
+        _PROBES[D] = np.asfortranarray(v / np.linalg.norm(v, axis=0))
+    return _PROBES[D]
 
 
 class _PrimalBlock:
@@ -84,10 +90,10 @@ class _PrimalBlock:
         S /= d[None, :]
         self.nSA = float(np.sqrt(np.einsum("ij,ij->", S, S)))
         L, info = lapack.dpotrf(S, lower=1, clean=1, overwrite_a=1)
-        anorm = np.abs(S).sum(axis=0).max() if info == 0 else 0.0
-        rcond, info2 = lapack.dpocon(L, anorm, uplo="L") if info == 0 else (0.0, 1)
-        # factorisable is enough: each window's estimate includes the core (through φ)
-        self.core_ok = bool(info == 0 and info2 == 0 and rcond > 1e3 * np.finfo(float).eps)
+        # factorisable is enough (a pivot ratio far from breakdown): each window's own
+        # condition estimate includes the core, through φ = L_A⁻¹v
+        piv = np.abs(L.diagonal())
+        self.core_ok = bool(info == 0 and piv.min() > 1e-6 * piv.max())
         self.L = np.asfortranarray(L)
         # h_A = L_A⁻¹ (b_A/d),  b_A = Σ_A w s y ẑ (relative to c0)
         # b_A = Σ_A w s y ẑ = (the window's, carried) − (the old periphery rows')
