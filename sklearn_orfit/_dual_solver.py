@@ -76,7 +76,7 @@ class _DualBlock:
         self.slots_A = slots[self.ell :]
         nA = self.slots_A.size
         P = self.ell + block_size
-        self.slot = np.empty(P, dtype=np.intp)
+        self.slot = np.zeros(P, dtype=np.intp)  # ring slot of each periphery position
         self.slot[: self.ell] = slots[: self.ell]
         self.R = np.zeros((nA, P), order="F")  # columns r_p = L_A⁻¹ k̂_A,p
         self.X = np.zeros((nA, P), order="F")  # columns x_p = L_A⁻ᵀ r_p

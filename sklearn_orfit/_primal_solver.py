@@ -70,7 +70,7 @@ class _PrimalBlock:
         self.slots_A = slots[self.ell :]
         P = self.ell + block_size
         D = buf.Zh.shape[1]
-        self.slot = np.empty(P, dtype=np.intp)
+        self.slot = np.zeros(P, dtype=np.intp)  # ring slot of each periphery position
         self.slot[: self.ell] = slots[: self.ell]
         self.m = self.j = self.dropped = 0
         # log relative weight of the rows at the start of the block: age·log λ
