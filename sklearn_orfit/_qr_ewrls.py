@@ -254,9 +254,12 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
             with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
                 # long calls in pieces: the solvers' temporaries are O(rows × (N + D))
                 step = max(1, _CALL_NUMBERS // max(X.shape[1], self.window_size))
-                parts = [solver.update(X[a : a + step], Y[a : a + step], predict=predict)
-                         for a in range(0, X.shape[0], step)]
-                Y_pred = np.concatenate(parts) if predict else None
+                if X.shape[0] <= step:
+                    Y_pred = solver.update(X, Y, predict=predict)
+                else:
+                    parts = [solver.update(X[a : a + step], Y[a : a + step], predict=predict)
+                             for a in range(0, X.shape[0], step)]
+                    Y_pred = np.concatenate(parts) if predict else None
                 coef = solver.coef()
             if not np.all(np.isfinite(coef)) or (Y_pred is not None and not np.all(np.isfinite(Y_pred))):
                 raise ValueError(

@@ -7,6 +7,7 @@ which is the Jacobi scaling the Gram-based solvers need anyway.
 """
 
 import numpy as np
+from scipy.linalg.blas import dnrm2
 
 __all__ = ["WindowBuffer", "normalise_rows"]
 
@@ -27,6 +28,10 @@ def normalise_rows(Z):
         ``‖Z[i]‖``, computed as ``m·‖Z[i]/m‖`` with ``m = max|Z[i]|`` (no overflow of the
         squares).
     """
+    if Z.shape[0] == 1 and Z.shape[1]:
+        # one row (the single-observation path): BLAS nrm2 scales internally
+        n = dnrm2(Z[0])
+        return (Z / n if n > 0 else np.zeros_like(Z)), np.array([n])
     m = np.abs(Z).max(axis=1) if Z.shape[1] else np.zeros(Z.shape[0])
     safe = np.where(m > 0, m, 1.0)
     Zs = Z / safe[:, None]

@@ -341,7 +341,7 @@ class CoreBlockSolver:
     :data:`REFINE` for one step of refinement against the rows themselves
     (``_refined``), or :data:`ORTHOGONAL`) and the coefficients (``_coef``). Windows sent to the orthogonal route
     are solved by a :class:`SlidingQR` kept slid while it is in use (``O(N·D)`` a row)
-    and dropped after ``N`` rows without use.
+    and dropped after ``min(N, D)/8`` rows without use.
     """
 
     orientation = None  # of the SlidingQR: "columns" (D ≥ N) or "rows" (D < N)
@@ -499,8 +499,10 @@ class CoreBlockSolver:
 
     def _slide_orthogonal(self, z, *, drop):
         self.orth_idle += 1
-        if self.orth_idle > self.N:
-            self.orth = None  # no ill-conditioned window for N rows: stop sliding
+        # a slide costs O(N·D), a new factorisation O(N·D·min(N, D)): keep sliding the
+        # factors through a gap of a few ill-conditioned-free rows, not through long runs
+        if self.orth_idle > max(8, min(self.N, self.D) // 8):
+            self.orth = None
         elif self.orth.slides >= self.N or not self.orth.slide(
             z, sqrt_lam=float(np.sqrt(self.lam)), drop=drop, slot=(self.buf.pos - 1) % self.N
         ):
