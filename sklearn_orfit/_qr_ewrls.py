@@ -183,6 +183,7 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
             The updated estimator.
         """
         check_fitted_fast(self)
+        self._check_stream_params()
         x = check_one_row(x, n_features=self.n_features_in_)
         yv = check_one_target(y, n_targets=self._n_targets)
         self._learn(x[None, :], yv[None, :], predict=False)
@@ -225,10 +226,13 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         first_call = reset or not hasattr(self, "coef_")
         saved = dict(self.__dict__) if first_call else None
         try:
+            if not first_call:
+                self._check_stream_params()
             X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
             if first_call:
                 self._n_targets = None if y_ndim == 1 else Y.shape[1]
                 self._solver = make_solver(self, n_features=X.shape[1], n_targets=Y.shape[1])
+                self._stream_params = self._solver_params()
                 self.coef_ = np.zeros(X.shape[1] if y_ndim == 1 else X.shape[1:] + Y.shape[1:])
                 self.n_samples_seen_ = 0
             Y_pred = self._learn(X, Y, predict=predict)
@@ -273,6 +277,20 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         self.coef_ = coef[:, 0].copy() if self._n_targets is None else coef.copy()
         self.n_samples_seen_ += X.shape[0]
         return Y_pred
+
+    def _solver_params(self):
+        return {k: getattr(self, k) for k in ("window_size", "forgetting_factor", "alpha", "solver")}
+
+    def _check_stream_params(self):
+        """The window's state was built with the parameters the stream started with."""
+        now = self._solver_params()
+        changed = [k for k, v in self._stream_params.items() if now[k] != v]
+        if changed:
+            raise ValueError(
+                f"{', '.join(changed)} changed (set_params) since this stream started; the "
+                "window's state was built with the previous values. Call fit to start a new "
+                "stream with the new parameters."
+            )
 
     def _window_singular_values(self):
         check_is_fitted(self)

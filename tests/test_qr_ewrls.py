@@ -440,3 +440,22 @@ def test_single_row_path_allocates_nothing_of_window_squared():
     assert peak < 64 * window * D  # a few copies of the window at most; N² would be 8e10
     o_pred, kappa, o_beta = prequential_oracle(Z, y, window_size=window, forgetting_factor=1.0, alpha=0)
     np.testing.assert_allclose(reg.coef_, o_beta[:, 0], atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    "param, value",
+    [("forgetting_factor", 0.5), ("window_size", 7), ("alpha", 1e-2), ("solver", "givens")],
+)
+def test_set_params_mid_stream_is_a_clear_error_then_fit_restarts(param, value):
+    # a changed parameter was once silently ignored (λ) or broke the ring (window_size)
+    Z, y = abo_features(64, 120)
+    reg = QREWRLSRegressor(N).partial_fit(Z[:60], y[:60])
+    coef = reg.coef_.copy()
+    reg.set_params(**{param: value})
+    for call in (lambda: reg.partial_fit(Z[60:70], y[60:70]), lambda: reg.learn_one(Z[60], y[60]),
+                 lambda: prequential_predict(reg, Z[60:70], y[60:70])):
+        with pytest.raises(ValueError, match=f"{param} changed.*Call fit"):
+            call()
+    assert np.array_equal(reg.coef_, coef) and reg.n_samples_seen_ == 60
+    ref = QREWRLSRegressor(**{"window_size": N, param: value}).fit(Z, y)
+    np.testing.assert_allclose(reg.fit(Z, y).coef_, ref.coef_, rtol=0, atol=0)
