@@ -99,7 +99,8 @@ class BatchSolver:
         so = np.zeros(N)
         Yo = np.zeros((N, self.c))
         Zo[pad_rows:], so[pad_rows:], Yo[pad_rows:] = buf.Zh[slots], buf.s[slots], buf.Y[slots]
-        E, sE, YE = np.concatenate([Zo, Zn]), np.concatenate([so, sn]), np.concatenate([Yo, Yn])
+        # E = [Zo; Zn] is never formed (a copy of the whole call): rows come from _take
+        sE, YE = np.concatenate([so, sn]), np.concatenate([Yo, Yn])
         win = np.lib.stride_tricks.sliding_window_view(np.arange(N + b), N)  # (b+1, N) rows of E
         s_w = sE[win]
         w = self.sw**2
@@ -109,14 +110,14 @@ class BatchSolver:
         if self.orthogonal_only:
             flagged = np.ones(b + 1, dtype=bool)
         elif self.dual:
-            a, flagged, band = self._dual(E, s_w, YE[win], before_stream, w)
+            a, flagged, band = self._dual(Zo, Zn, s_w, YE[win], before_stream, w)
             # ŷ_j = s_j (k̂_j · â_j), k̂_j[i] = ⟨ẑ_new j, row i of window j⟩ = band[N+j, N−i]
             if predict:
                 Y_pred[:] = sn[:, None] * np.einsum("jn,jnc->jc", band[N : N + b, N:0:-1], a[:b])
-            beta = E[win[b]].T @ a[b]
+            beta = _take(Zo, Zn, win[b]).T @ a[b]
             K_last = _gram_of_window(band, N + b, N)
         else:
-            betas, flagged = self._primal(E, s_w, YE[win], w, win)
+            betas, flagged = self._primal(_take(Zo, Zn, win), s_w, YE[win], w)
             if predict:
                 Y_pred[:] = np.einsum("jd,jdc->jc", Zn * sn[:, None], betas[:b])
             beta = betas[b]
@@ -124,7 +125,7 @@ class BatchSolver:
         if idx.size:
             # the orthogonal route: QR + SVD of each flagged window, in chunks
             for chunk in np.array_split(idx, max(1, idx.size // 64)):
-                A = E[win[chunk]] * (sE[win[chunk]] * self.sw)[:, :, None]
+                A = _take(Zo, Zn, win[chunk]) * (sE[win[chunk]] * self.sw)[:, :, None]
                 bts = lstsq_stack(A, YE[win[chunk]] * self.sw[None, :, None], alpha=self.alpha)[0]
                 pred = chunk < b
                 if predict and pred.any():
@@ -136,15 +137,16 @@ class BatchSolver:
             self.n_orthogonal += int(idx.size)
         self._beta = beta
         # commit: the window is the last N rows of E
-        keep = slice(N + b - min(N, buf.n + b), N + b)
-        buf.load(E[keep], sE[keep], YE[keep], gram=None if K_last is None else K_last[-(keep.stop - keep.start):, -(keep.stop - keep.start):])
+        n_keep = min(N, buf.n + b)
+        keep = np.arange(N + b - n_keep, N + b)
+        buf.load(_take(Zo, Zn, keep), sE[keep], YE[keep], gram=None if K_last is None else K_last[-n_keep:, -n_keep:])
         return Y_pred
 
-    def _dual(self, E, s_w, Y_w, before_stream, w):
+    def _dual(self, Zo, Zn, s_w, Y_w, before_stream, w):
         """``D ≥ N``: ``(K̂_j + diag(α/(w s²))) â_j = y/s`` for every window ``j``."""
         N = self.N
         nwin = s_w.shape[0]
-        band = _band(E, N)
+        band = _band(Zo, Zn, N)
         K = _windows_from_band(band, nwin, N)
         with np.errstate(divide="ignore", over="ignore"):
             shift = self.alpha * _inv_ws2(w[None, :], s_w) if self.alpha else np.zeros_like(s_w)
@@ -163,7 +165,7 @@ class BatchSolver:
             kappa = kappa * _spread(_log_ws2(w[None, :], s_w), ~dec)
         return a, ~(kappa <= GRAM_KAPPA_MAX), band
 
-    def _primal(self, E, s_w, Y_w, w, win):
+    def _primal(self, Ew, s_w, Y_w, w):
         """``D < N``: the weighted normal equations of every window."""
         # ω = w s² / ω_max and w s / ω_max in logarithms: s² of a tiny row is subnormal
         log_om = _log_ws2(w[None, :], s_w)
@@ -172,7 +174,7 @@ class BatchSolver:
             om = np.exp(log_om - log_max)
             cy = np.exp(0.5 * (log_om + np.log(w)[None, :]) - log_max)  # w s / ω_max
             inv_om_max = np.exp(-log_max)
-            Ew = np.swapaxes(E[win], 1, 2)  # (b+1, D, N)
+            Ew = np.swapaxes(Ew, 1, 2)  # (b+1, D, N)
             S = (Ew * om[:, None, :]) @ np.swapaxes(Ew, 1, 2)
             if self.alpha:
                 d = np.arange(self.D)
@@ -251,15 +253,30 @@ def _spread(log_v, keep):
         return np.where(np.isfinite(lo) | np.isneginf(lo), np.exp(hi - lo), 1.0)
 
 
-def _band(E, N):
-    """``band[r, δ] = ⟨E[r], E[r−δ]⟩`` for ``δ = 0 … N`` (zero before the start of ``E``)."""
-    n = E.shape[0]
+def _take(Zo, Zn, idx):
+    """Rows ``idx`` of ``E = [Zo; Zn]`` without forming ``E``."""
+    out = np.empty(np.shape(idx) + (Zo.shape[1],))
+    old = idx < Zo.shape[0]
+    out[old] = Zo[idx[old]]
+    out[~old] = Zn[idx[~old] - Zo.shape[0]]
+    return out
+
+
+def _band(Zo, Zn, N):
+    """``band[r, δ] = ⟨E[r], E[r−δ]⟩`` for ``δ = 0 … N`` (zero before the start of
+    ``E = [Zo; Zn]``), block by block with matrix products."""
+    n = N + Zn.shape[0]
     band = np.zeros((n, N + 1))
     step = max(N, 32)
+    head = np.concatenate([Zo, Zn[: N + step]])  # the rows a block may need before Zn
+
+    def rows(lo, hi):  # E[lo:hi], a view of Zn when it lies there
+        return Zn[lo - N : hi - N] if lo >= N else head[lo:hi]
+
     for r0 in range(0, n, step):
         r1 = min(r0 + step, n)
         lo = max(0, r0 - N)
-        G = E[r0:r1] @ E[lo:r1].T  # (r1-r0, r1-lo)
+        G = rows(r0, r1) @ rows(lo, r1).T  # (r1-r0, r1-lo)
         i = np.arange(r1 - r0)[:, None]
         src = r0 + i - np.arange(N + 1)[None, :]  # E index of the partner row
         valid = src >= lo

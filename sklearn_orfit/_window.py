@@ -25,19 +25,30 @@ def normalise_rows(Z):
     Zh : ndarray of shape (n_rows, n_features)
         ``Z[i] / s[i]`` (zero rows stay zero).
     s : ndarray of shape (n_rows,)
-        ``‖Z[i]‖``, computed as ``m·‖Z[i]/m‖`` with ``m = max|Z[i]|`` (no overflow of the
-        squares).
+        ``‖Z[i]‖``: ``sqrt(Σ z²)`` where the squares neither overflow nor underflow,
+        else ``m·‖Z[i]/m‖`` with ``m = max|Z[i]|`` (BLAS ``nrm2`` for a single row).
     """
     if Z.shape[0] == 1 and Z.shape[1]:
         # one row (the single-observation path): BLAS nrm2 scales internally
         n = dnrm2(Z[0])
         return (Z / n if n > 0 else np.zeros_like(Z)), np.array([n])
-    m = np.abs(Z).max(axis=1) if Z.shape[1] else np.zeros(Z.shape[0])
-    safe = np.where(m > 0, m, 1.0)
-    Zs = Z / safe[:, None]
-    r = np.sqrt(np.einsum("ij,ij->i", Zs, Zs))
-    r_safe = np.where(r > 0, r, 1.0)
-    return Zs / r_safe[:, None], np.where(m > 0, m * r, 0.0)
+    # the common case in two passes: squared norms that neither overflow nor lose
+    # precision to underflow (1e-290 < ‖z‖² < 1e290)
+    ss = np.einsum("ij,ij->i", Z, Z)
+    fine = (ss > 1e-290) & (ss < 1e290)
+    s = np.sqrt(np.where(fine, ss, 1.0))
+    Zh = Z / s[:, None]
+    bad = np.flatnonzero(~fine)
+    if bad.size:
+        # the others (zero, tiny or huge rows): scaled by their largest entry first
+        Zb = Z[bad]
+        m = np.abs(Zb).max(axis=1) if Z.shape[1] else np.zeros(bad.size)
+        safe = np.where(m > 0, m, 1.0)
+        Zs = Zb / safe[:, None]
+        r = np.sqrt(np.einsum("ij,ij->i", Zs, Zs))
+        Zh[bad] = Zs / np.where(r > 0, r, 1.0)[:, None]
+        s[bad] = np.where(m > 0, m * r, 0.0)
+    return Zh, s
 
 
 class WindowBuffer:
