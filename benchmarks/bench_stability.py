@@ -98,7 +98,7 @@ def run(n_rows, n_checkpoints, seed):
             dev = np.where(np.isfinite(dev), dev, np.inf)
             # how often the Givens recursion's drift probe recomputed R⁺ from R (a
             # safeguard that is not in the paper's Algorithm 1); private, so read defensively
-            refreshes = getattr(getattr(reg, "_givens", None), "n_refresh", None)
+            refreshes = getattr(getattr(getattr(reg, "_solver", None), "window", None), "n_refresh", None)
             results[(lam, name)] = dict(
                 t=checkpoints, dev=dev, abs_err=np.concatenate(err), p_norm=np.array(p_norm),
                 seconds=elapsed, refreshes=refreshes,

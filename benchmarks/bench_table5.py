@@ -77,7 +77,7 @@ def bench_width(D, X, y, repeat, rows_sklearn, givens):
     t_sk = best_of(lambda: sklearn_api(regs.pop()), repeat) * STEPS / rows_sklearn
 
     A, b, s = rff.random_weights_, rff.random_offset_, np.sqrt(2.0 / D)
-    Zw = np.ascontiguousarray(warm._Z)
+    Zw = rff.transform(Xw[-N:])  # an N×D window, as the floor's matrix
 
     def floor():
         for x in Xs:

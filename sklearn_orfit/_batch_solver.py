@@ -148,8 +148,9 @@ class BatchSolver:
         nwin = s_w.shape[0]
         band = _band(Zo, Zn, N)
         K = _windows_from_band(band, nwin, N)
-        with np.errstate(divide="ignore", over="ignore"):
-            shift = self.alpha * _inv_ws2(w[None, :], s_w) if self.alpha else np.zeros_like(s_w)
+        with np.errstate(divide="ignore", over="ignore", under="ignore"):
+            # a subnormal s² only makes an already negligible row's shift inexact
+            shift = self.alpha / (w[None, :] * s_w * s_w) if self.alpha else np.zeros_like(s_w)
         # rows that carry nothing: before the stream, or (with a ridge) zero or negligible
         dec = before_stream | ((self.alpha > 0) & ~(shift <= _SHIFT_MAX))
         S = K.copy()
@@ -162,23 +163,24 @@ class BatchSolver:
             rhs = np.where(dec | (s_w == 0), 0.0, 1.0 / np.where(s_w > 0, s_w, 1.0))[:, :, None] * Y_w
         a, kappa = solve_normal_stack(S, rhs, pad=dec)
         if self.alpha == 0.0:
-            kappa = kappa * _spread(_log_ws2(w[None, :], s_w), ~dec)
+            kappa = kappa * _spread(w[None, :] * s_w, s_w, ~dec)
         return a, ~(kappa <= GRAM_KAPPA_MAX), band
 
     def _primal(self, Ew, s_w, Y_w, w):
         """``D < N``: the weighted normal equations of every window."""
-        # ω = w s² / ω_max and w s / ω_max in logarithms: s² of a tiny row is subnormal
-        log_om = _log_ws2(w[None, :], s_w)
-        log_max = log_om.max(axis=1, keepdims=True)
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-            om = np.exp(log_om - log_max)
-            cy = np.exp(0.5 * (log_om + np.log(w)[None, :]) - log_max)  # w s / ω_max
-            inv_om_max = np.exp(-log_max)
-            Ew = np.swapaxes(Ew, 1, 2)  # (b+1, D, N)
-            S = (Ew * om[:, None, :]) @ np.swapaxes(Ew, 1, 2)
+        # ω = w s²/ω_max and w s/ω_max, with s divided by its largest value first: the
+        # squares cannot overflow, and only rows negligible beside the largest underflow
+        Ew = np.swapaxes(Ew, 1, 2)  # (b+1, D, N)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            top = s_w.max(axis=1, keepdims=True)
+            r = s_w / top
+            om = w[None, :] * r * r
+            om_max = om.max(axis=1, keepdims=True)
+            S = (Ew * (om / om_max)[:, None, :]) @ np.swapaxes(Ew, 1, 2)
             if self.alpha:
                 d = np.arange(self.D)
-                S[:, d, d] += self.alpha * inv_om_max
+                S[:, d, d] += self.alpha / (om_max * top * top)
+            cy = w[None, :] * r / (om_max * top)  # w s / ω_max
             rhs = Ew @ (cy[:, :, None] * Y_w)
         bad = ~np.isfinite(S).all(axis=(1, 2)) | ~np.isfinite(rhs).all(axis=(1, 2))
         S[bad], rhs[bad] = 0.0, 0.0
@@ -188,42 +190,16 @@ class BatchSolver:
 
     # ------------------------------------------------------------------ one row
     def _one(self, zh, s, y):
-        """Learn one row: push it, then solve the new window alone."""
-        buf = self.buf
+        """Learn one row: push it, then solve the new window alone (the lean twin of a
+        block of one row: the single-observation path's cost is its number of calls)."""
+        buf, N = self.buf, self.N
         buf.push(zh, s, y, None if buf.G is None else buf.Zh @ zh)
-        N = self.N
-        age = (buf.pos - 1 - np.arange(N)) % N  # by slot
-        filled = age < buf.n
-        w = np.where(filled, self.lam**age, 0.0)
-        sol = None
-        if self.dual:
-            with np.errstate(divide="ignore", over="ignore"):
-                shift = self.alpha * _inv_ws2(w, buf.s) if self.alpha else np.zeros(N)
-            dec = ~filled | ((self.alpha > 0) & ~(shift <= _SHIFT_MAX))
-            S = buf.G.copy()
-            S[dec, :] = 0.0
-            S[:, dec] = 0.0
-            S.flat[:: N + 1] += np.where(dec, 0.0, shift)
-            with np.errstate(divide="ignore"):
-                rhs = np.where(dec | (buf.s == 0), 0.0, 1.0 / np.where(buf.s > 0, buf.s, 1.0))[:, None] * buf.Y
-            spread = _spread(_log_ws2(w, buf.s)[None], ~dec[None])[0] if self.alpha == 0 else 1.0
-            a = _cho_solve_checked(S, rhs, pad=dec, spread=spread)
-            if a is not None:
-                sol = buf.Zh.T @ a
+        if self.lam == 1.0 and buf.n == N:
+            w = None  # every weight is 1
         else:
-            # ω = w s² / ω_max and w s / ω_max in logarithms: s² of a tiny row is subnormal
-            log_om = _log_ws2(w, buf.s)
-            log_max = log_om.max()
-            if np.isfinite(log_max):
-                with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-                    Wz = buf.Zh * np.exp(log_om - log_max)[:, None]
-                    S = buf.Zh.T @ Wz
-                    if self.alpha:
-                        S.flat[:: self.D + 1] += self.alpha * np.exp(-log_max)
-                    cy = np.exp(0.5 * (log_om + np.log(w)) - log_max)
-                    rhs = buf.Zh.T @ (cy[:, None] * buf.Y)
-                if np.isfinite(S).all() and np.isfinite(rhs).all():
-                    sol = _cho_solve_checked(S, rhs)
+            age = (buf.pos - 1 - np.arange(N)) % N  # by slot
+            w = np.where(age < buf.n, self.lam ** np.minimum(age, buf.n), 0.0)
+        sol = self._one_dual(w) if self.dual else self._one_primal(w)
         if sol is None:
             Z, Y = buf.raw()
             sw = buf.sqrt_weights(self.lam)
@@ -231,26 +207,59 @@ class BatchSolver:
             self.n_orthogonal += 1
         self._beta = sol
 
+    def _one_dual(self, w):
+        """``(K̂ + diag(α/(w s²))) â = y/s`` over the ring's slots; ``β = Ẑᵀ â``."""
+        buf = self.buf
+        s = buf.s
+        S = buf.G.copy()
+        # rows that carry nothing are decoupled (â = 0, exactly what the pseudo-inverse
+        # does with a zero row): empty slots, zero rows, and with a ridge negligible rows
+        dec = (s == 0) if w is None else (w == 0) | (s == 0)
+        if self.alpha:
+            with np.errstate(divide="ignore", over="ignore", under="ignore"):
+                shift = self.alpha / ((1.0 if w is None else w) * s * s)
+            dec |= ~(shift <= _SHIFT_MAX)
+            S.flat[:: self.N + 1] += np.where(dec, 0.0, shift)
+        rhs = buf.Y / np.where(s > 0, s, 1.0)[:, None]
+        if dec.any():
+            S[dec, :] = 0.0
+            S[:, dec] = 0.0
+            rhs[dec] = 0.0
+        spread = 1.0
+        if not self.alpha and w is not None:
+            # the weights' spread, as the block path's (Gram matrices of graded rows)
+            spread = float(_spread(w * s, s, ~dec))
+        a = _cho_solve_checked(S, rhs, pad=dec, spread=spread, unit=not self.alpha)
+        return None if a is None else buf.Zh.T @ a
 
-def _log_ws2(w, s):
-    """``log(w s²)`` (``-inf`` for a zero row or weight): no subnormal ``s²``."""
-    with np.errstate(divide="ignore"):
-        return np.log(w) + 2.0 * np.log(s)
+    def _one_primal(self, w):
+        """The weighted normal equations of the ring's rows (scaled as :meth:`_primal`)."""
+        buf = self.buf
+        w = np.ones(self.N) if w is None else w
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            top = buf.s.max()
+            r = buf.s / top
+            om = w * r * r
+            om_max = om.max()
+            S = buf.Zh.T @ (buf.Zh * (om / om_max)[:, None])
+            if self.alpha:
+                S.flat[:: self.D + 1] += self.alpha / (om_max * top * top)
+            rhs = buf.Zh.T @ ((w * r / (om_max * top))[:, None] * buf.Y)
+        if not (np.isfinite(S).all() and np.isfinite(rhs).all()):
+            return None
+        return _cho_solve_checked(S, rhs)
 
 
-def _inv_ws2(w, s):
-    """``1/(w s²)``, ``inf`` where it overflows."""
-    with np.errstate(over="ignore"):
-        return np.exp(-_log_ws2(w, s))
-
-
-def _spread(log_v, keep):
-    """``max/min`` of ``exp(log_v)`` over ``keep`` along the last axis (``inf`` for a
-    zero), from logarithms."""
-    hi = np.where(keep, log_v, -np.inf).max(axis=-1, initial=-np.inf)
-    lo = np.where(keep, log_v, np.inf).min(axis=-1, initial=np.inf)
-    with np.errstate(over="ignore", invalid="ignore"):
-        return np.where(np.isfinite(lo) | np.isneginf(lo), np.exp(hi - lo), 1.0)
+def _spread(ws, s, keep):
+    """``max/min`` of ``w s²`` (given ``w s`` and ``s``) over ``keep`` along the last
+    axis, ``inf`` for a zero; ``s`` is divided by its largest value first, so the squares
+    cannot overflow and only rows far below the largest underflow (to a spread of ``inf``)."""
+    top = np.where(keep, s, 0.0).max(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        v = ws * (s / np.where(top > 0, top, 1.0))
+        hi = np.where(keep, v, 0.0).max(axis=-1, initial=0.0)
+        lo = np.where(keep, v, np.inf).min(axis=-1, initial=np.inf)
+        return np.where(np.isfinite(lo), hi / lo, 1.0)
 
 
 def _take(Zo, Zn, idx):
@@ -302,35 +311,40 @@ def _gram_of_window(band, n, N):
     return _windows_from_band(band[n - N :], 1, N)[0] if n >= N else None
 
 
-def _cho_solve_checked(S, rhs, pad=None, spread=1.0):
+def _cho_solve_checked(S, rhs, pad=None, spread=1.0, unit=False):
     """Cholesky solve of one SPD system, or ``None`` when it is too ill-conditioned.
 
     The single-window twin of :func:`solve_normal_stack` (Jacobi scaling, the same
     two-probe condition estimate times ``spread``); ``pad`` rows, already zero, are
-    decoupled.
+    decoupled. ``unit``: the diagonal is already 1 (a Gram matrix of unit rows), no
+    scaling. ``S`` is overwritten.
     """
-    S = S.copy()
-    diag = S.diagonal().copy()
-    if pad is not None:
-        diag[pad] = 1.0
-        S.flat[:: S.shape[0] + 1] = diag
-        rhs = np.where(pad[:, None], 0.0, rhs)
-    if not diag.min() > 0.0:
-        return None
-    d = np.sqrt(diag)
-    S /= d[:, None]
-    S /= d[None, :]
-    norm2 = np.einsum("ij,ij->", S, S)
-    L, info = lapack.dpotrf(S, lower=1, clean=0, overwrite_a=1)
+    if pad is not None and pad.any():
+        i = np.flatnonzero(pad)
+        S[i, i] = 1.0
+    if unit:
+        diag, d = None, None
+    else:
+        diag = S.diagonal().copy()
+        if not diag.min() > 0.0:
+            return None
+        d = np.sqrt(diag)
+        S /= np.multiply.outer(d, d)
+    flat = S.ravel()
+    norm2 = flat @ flat  # ‖Ŝ‖_F², before S is factorised in place
+    # S is symmetric: its transpose is a Fortran-ordered view LAPACK takes without a copy
+    L, info = lapack.dpotrf(S.T, lower=1, clean=0, overwrite_a=1)
     if info != 0:
         return None
     n, c = rhs.shape
     buf = np.empty((n, c + 2), order="F")
-    buf[:, :c] = rhs / d[:, None]
+    buf[:, :c] = rhs if unit else rhs / d[:, None]
     buf[:, c:] = _probes(n)
     sol, info = lapack.dpotrs(L, buf, lower=1, overwrite_b=1)
     u, v = sol[:, c], sol[:, c + 1]
-    kappa = np.sqrt(norm2 * max(u @ u, v @ v)) * (diag.max() / diag.min()) * spread
+    kappa = np.sqrt(norm2 * max(u @ u, v @ v)) * spread
+    if not unit:
+        kappa *= diag.max() / diag.min()
     if info != 0 or not kappa <= GRAM_KAPPA_MAX:
         return None
-    return sol[:, :c] / d[:, None]
+    return sol[:, :c] if unit else sol[:, :c] / d[:, None]

@@ -265,7 +265,7 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
                              for a in range(0, X.shape[0], step)]
                     Y_pred = np.concatenate(parts) if predict else None
                 coef = solver.coef()
-            if not np.all(np.isfinite(coef)) or (Y_pred is not None and not np.all(np.isfinite(Y_pred))):
+            if not np.isfinite(coef).all() or (Y_pred is not None and not np.isfinite(Y_pred).all()):
                 raise ValueError(
                     "the window's least-squares solution overflowed (non-finite "
                     "coefficients); rescale X and y, e.g. with RecursiveStandardScaler."
@@ -278,14 +278,15 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         self.n_samples_seen_ += X.shape[0]
         return Y_pred
 
+    _STREAM_PARAMS = ("window_size", "forgetting_factor", "alpha", "solver")
+
     def _solver_params(self):
-        return {k: getattr(self, k) for k in ("window_size", "forgetting_factor", "alpha", "solver")}
+        return (self.window_size, self.forgetting_factor, self.alpha, self.solver)
 
     def _check_stream_params(self):
         """The window's state was built with the parameters the stream started with."""
-        now = self._solver_params()
-        changed = [k for k, v in self._stream_params.items() if now[k] != v]
-        if changed:
+        if self._solver_params() != self._stream_params:
+            changed = [k for k, a, b in zip(self._STREAM_PARAMS, self._solver_params(), self._stream_params) if a != b]
             raise ValueError(
                 f"{', '.join(changed)} changed (set_params) since this stream started; the "
                 "window's state was built with the previous values. Call fit to start a new "

@@ -140,6 +140,10 @@ class WindowBuffer:
 
     def checkpoint(self, n_rows):
         """What writing ``n_rows`` more rows would overwrite (restore with :meth:`restore`)."""
+        if n_rows == 1:  # the single-observation path: one slot, basic indexing
+            p = self.pos
+            G = None if self.G is None else (self.G[p].copy(), self.G[:, p].copy())
+            return (p, self.Zh[p].copy(), self.s[p], self.Y[p].copy()), G, p, self.n
         k = min(n_rows, self.N)
         slots = (self.pos + np.arange(k)) % self.N
         saved = (slots, self.Zh[slots].copy(), self.s[slots].copy(), self.Y[slots].copy())
