@@ -117,7 +117,9 @@ class BatchSolver:
             beta = _take(Zo, Zn, win[b]).T @ a[b]
             K_last = _gram_of_window(band, N + b, N)
         else:
-            betas, flagged = self._primal(_take(Zo, Zn, win), s_w, YE[win], w)
+            # D < N ≤ 32: the stacked rows are small; window j is a strided view of them
+            Ew = np.lib.stride_tricks.sliding_window_view(np.concatenate([Zo, Zn]), N, axis=0)
+            betas, flagged = self._primal(Ew, s_w, YE[win], w)
             if predict:
                 Y_pred[:] = np.einsum("jd,jdc->jc", Zn * sn[:, None], betas[:b])
             beta = betas[b]
@@ -167,10 +169,10 @@ class BatchSolver:
         return a, ~(kappa <= GRAM_KAPPA_MAX), band
 
     def _primal(self, Ew, s_w, Y_w, w):
-        """``D < N``: the weighted normal equations of every window."""
+        """``D < N``: the weighted normal equations of every window (``Ew``: the windows'
+        unit rows, shape ``(b+1, D, N)``)."""
         # ω = w s²/ω_max and w s/ω_max, with s divided by its largest value first: the
         # squares cannot overflow, and only rows negligible beside the largest underflow
-        Ew = np.swapaxes(Ew, 1, 2)  # (b+1, D, N)
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
             top = s_w.max(axis=1, keepdims=True)
             r = s_w / top
@@ -235,19 +237,19 @@ class BatchSolver:
     def _one_primal(self, w):
         """The weighted normal equations of the ring's rows (scaled as :meth:`_primal`)."""
         buf = self.buf
-        w = np.ones(self.N) if w is None else w
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
             top = buf.s.max()
             r = buf.s / top
-            om = w * r * r
+            om = r * r if w is None else w * r * r
             om_max = om.max()
             S = buf.Zh.T @ (buf.Zh * (om / om_max)[:, None])
             if self.alpha:
                 S.flat[:: self.D + 1] += self.alpha / (om_max * top * top)
-            rhs = buf.Zh.T @ ((w * r / (om_max * top))[:, None] * buf.Y)
-        if not (np.isfinite(S).all() and np.isfinite(rhs).all()):
-            return None
-        return _cho_solve_checked(S, rhs)
+            cy = (r if w is None else w * r) / (om_max * top)
+            rhs = buf.Zh.T @ (cy[:, None] * buf.Y)
+        # a non-finite S fails the factorisation; a non-finite rhs (a tiny window with a
+        # large target) goes to the orthogonal route, which works on the raw rows
+        return _cho_solve_checked(S, rhs) if np.isfinite(rhs).all() else None
 
 
 def _spread(ws, s, keep):
