@@ -46,7 +46,6 @@ def best_of(fn, repeat):
 def bench_width(D, X, y, repeat, rows_sklearn, givens):
     rff = RandomFourierFeatures(D, sigma=1.0, random_state=0).fit(X[:WARMUP])
     Xw, yw, Xs, ys = X[:WARMUP], y[:WARMUP], X[WARMUP:WARMUP + STEPS], y[WARMUP:WARMUP + STEPS]
-    warm = QREWRLSRegressor(N).fit(rff.transform(Xw), yw)
 
     def fresh():
         return QREWRLSRegressor(N).fit(rff.transform(Xw), yw)

@@ -30,8 +30,7 @@ orthogonal route (:class:`SlidingQR`), which is kept slid while it is in use.
 """
 
 import numpy as np
-from scipy.linalg import cho_solve, lapack
-from scipy.linalg.blas import dtrsv
+from scipy.linalg import lapack
 
 from ._window import normalise_rows
 from ._primal_solver import _principal_blocks

@@ -25,8 +25,7 @@ ill-conditioned for the normal equations (condition estimate above
 """
 
 import numpy as np
-from scipy.linalg import cho_solve, lapack
-from scipy.linalg.blas import dtrsv
+from scipy.linalg import lapack
 
 from ._window_solvers import FAST, GRAM_KAPPA_MAX, ORTHOGONAL, CoreBlockSolver
 
