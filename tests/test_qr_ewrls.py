@@ -459,3 +459,17 @@ def test_set_params_mid_stream_is_a_clear_error_then_fit_restarts(param, value):
     assert np.array_equal(reg.coef_, coef) and reg.n_samples_seen_ == 60
     ref = QREWRLSRegressor(**{"window_size": N, param: value}).fit(Z, y)
     np.testing.assert_allclose(reg.fit(Z, y).coef_, ref.coef_, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("D", [16, 160])
+def test_long_window_pickle_mid_block_is_seamless(D):
+    # the block solvers' state (core factor, periphery, carried Gram matrix, orthogonal
+    # factors) survives pickle, deepcopy and joblib mid-block
+    Z, y = abo_features(D, 400)
+    reg = QREWRLSRegressor(60, forgetting_factor=0.95)
+    prequential_predict(reg, Z[:137], y[:137])
+    copies = [pickle.loads(pickle.dumps(reg)), copy.deepcopy(reg), joblib_roundtrip(reg)]
+    p_straight = prequential_predict(reg, Z[137:], y[137:])
+    for other in copies:
+        assert np.array_equal(prequential_predict(other, Z[137:], y[137:]), p_straight)
+        assert np.array_equal(other.coef_, reg.coef_)
