@@ -238,15 +238,14 @@ class BatchSolver:
         """The weighted normal equations of the ring's rows (scaled as :meth:`_primal`)."""
         buf = self.buf
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            # ω = w (s/s_max)², the Gram matrix divided by s_max² (Jacobi scaling follows)
             top = buf.s.max()
             r = buf.s / top
-            om = r * r if w is None else w * r * r
-            om_max = om.max()
-            S = buf.Zh.T @ (buf.Zh * (om / om_max)[:, None])
+            wr = r if w is None else w * r
+            S = buf.Zh.T @ (buf.Zh * (wr * r)[:, None])
             if self.alpha:
-                S.flat[:: self.D + 1] += self.alpha / (om_max * top * top)
-            cy = (r if w is None else w * r) / (om_max * top)
-            rhs = buf.Zh.T @ (cy[:, None] * buf.Y)
+                S.flat[:: self.D + 1] += self.alpha / (top * top)
+            rhs = buf.Zh.T @ ((wr / top)[:, None] * buf.Y)
         # a non-finite S fails the factorisation; a non-finite rhs (a tiny window with a
         # large target) goes to the orthogonal route, which works on the raw rows
         return _cho_solve_checked(S, rhs) if np.isfinite(rhs).all() else None
