@@ -18,6 +18,7 @@ from ._givens import GivensSolver
 from ._primal_solver import PrimalSolver
 from ._stream import OneRowPredictMixin, StreamingRegressorMixin, validate_stream
 from ._validation import check_fitted_fast, check_one_row, check_one_target
+from ._window_solvers import make_writable
 
 __all__ = ["QREWRLSRegressor"]
 
@@ -252,6 +253,8 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         an interrupt) puts everything back.
         """
         solver = self._solver
+        if not solver.buf.Zh.flags.writeable:
+            make_writable(solver)  # loaded with mmap_mode="r", or handed to a joblib worker
         record = solver.checkpoint(X.shape[0])
         try:
             # overflow is detected below and reported as an error, not as a warning

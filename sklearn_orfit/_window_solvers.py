@@ -29,6 +29,7 @@ __all__ = [
     "CoreBlockSolver",
     "SlidingQR",
     "lstsq_stack",
+    "make_writable",
     "pinv_apply",
     "solve_normal_stack",
 ]
@@ -511,3 +512,24 @@ class CoreBlockSolver:
                 return
             Z, _ = self.buf.raw()
             self.orth.refactor(Z * self.buf.sqrt_weights(self.lam)[:, None], slots=self.buf.slots())
+
+
+def make_writable(obj, _seen=None):
+    """Replace read-only arrays in a solver's state by writable copies, in place.
+
+    ``joblib.load(path, mmap_mode="r")`` (and joblib's workers, for states above its
+    memmapping threshold) give read-only arrays; the solvers write into theirs.
+    """
+    _seen = set() if _seen is None else _seen
+    if id(obj) in _seen:
+        return obj
+    _seen.add(id(obj))
+    attrs = vars(obj)
+    for name, value in list(attrs.items()):
+        if isinstance(value, np.ndarray) and not value.flags.writeable:
+            attrs[name] = np.array(value)  # a plain, writable copy (also of a memmap)
+        elif isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
+            attrs[name] = tuple(np.array(v) if isinstance(v, np.ndarray) else v for v in value)
+        elif hasattr(value, "__dict__") and type(value).__module__.startswith("sklearn_orfit"):
+            make_writable(value, _seen)
+    return obj

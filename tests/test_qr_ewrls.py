@@ -505,3 +505,21 @@ def test_long_window_interrupt_inside_a_call_changes_nothing(D, exc, monkeypatch
     assert_same_state(before["_solver"].buf, reg._solver.buf)
     assert (reg._solver.block.m, reg._solver.block.j) == (before["_solver"].block.m, before["_solver"].block.j)
     assert np.array_equal(prequential_predict(reg, Z[100:], y[100:]), prequential_predict(ref, Z[100:], y[100:]))
+
+
+@pytest.mark.parametrize("solver", ["auto", "givens"])
+@pytest.mark.parametrize("D, window", [(160, 60), (16, 60), (8, 20)])
+def test_memory_mapped_model_continues_the_stream(D, window, solver, tmp_path):
+    # joblib.load(mmap_mode="r") gives read-only arrays: the solvers once failed with
+    # "assignment destination is read-only"
+    import joblib
+
+    rng = np.random.default_rng(16)
+    Z, y = rng.normal(size=(3000 if solver == "auto" else 300, D)), rng.normal(size=3000 if solver == "auto" else 300)
+    cut = len(y) * 2 // 3
+    reg = QREWRLSRegressor(window, solver=solver).partial_fit(Z[:cut], y[:cut])
+    joblib.dump(reg, tmp_path / "model.joblib")
+    loaded = joblib.load(tmp_path / "model.joblib", mmap_mode="r")
+    assert not loaded._solver.buf.Zh.flags.writeable  # the case under test
+    assert np.array_equal(prequential_predict(loaded, Z[cut:], y[cut:]), prequential_predict(reg, Z[cut:], y[cut:]))
+    loaded.learn_one(Z[0], y[0])
