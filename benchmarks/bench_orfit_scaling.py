@@ -28,7 +28,6 @@ Regenerate with ``python benchmarks/bench_orfit_scaling.py`` (``--quick``: ``p â
 import argparse
 import json
 import os
-import platform
 import resource
 import subprocess
 import sys
@@ -36,6 +35,7 @@ import time
 import warnings
 
 import numpy as np
+from bench_orfit_speed import _cpu  # the machine line, as the speed benchmark prints it
 from threadpoolctl import threadpool_info, threadpool_limits
 
 from sklearn_orfit import ORFitRegressor
@@ -156,17 +156,6 @@ def main(argv=None):
     print()
     for row in fits:
         print(f"fit on {row['fit_rows']} rows, p = {row['p']}: {row['fit_s']:.2f} s")
-
-
-def _cpu():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 if __name__ == "__main__":

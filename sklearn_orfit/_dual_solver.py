@@ -33,8 +33,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from ._window import normalise_rows
-from ._primal_solver import _principal_blocks
-from ._window_solvers import FAST, GRAM_KAPPA_MAX, ORTHOGONAL, REFINE, CoreBlockSolver
+from ._window_solvers import FAST, GRAM_KAPPA_MAX, ORTHOGONAL, REFINE, CoreBlockSolver, _principal_blocks
 
 __all__ = ["DualSolver", "default_block_size"]
 

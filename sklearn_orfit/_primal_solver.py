@@ -27,7 +27,7 @@ ill-conditioned for the normal equations (condition estimate above
 import numpy as np
 from scipy.linalg import lapack
 
-from ._window_solvers import FAST, GRAM_KAPPA_MAX, ORTHOGONAL, CoreBlockSolver
+from ._window_solvers import FAST, GRAM_KAPPA_MAX, ORTHOGONAL, CoreBlockSolver, _principal_blocks, _probes
 
 __all__ = ["PrimalSolver", "primal_block_size"]
 
@@ -42,18 +42,6 @@ def primal_block_size(window_size, n_features, forgetting_factor):
     if forgetting_factor < 1.0:
         b = min(b, int(np.log(_WEIGHT_RANGE) / -np.log(forgetting_factor)))
     return int(max(1, min(b, window_size)))
-
-
-_PROBES = {}
-
-
-def _probe_vectors(D):
-    """Two fixed unit probe vectors of length ``D`` (deterministic, Fortran-ordered)."""
-    if D not in _PROBES:
-        i = np.arange(D, dtype=np.float64)[:, None]
-        v = np.sin(12.9898 * i + 78.233 * np.array([1.0, 2.0])) * 2.0 + np.array([0.1, -0.1])
-        _PROBES[D] = np.asfortranarray(v / np.linalg.norm(v, axis=0))
-    return _PROBES[D]
 
 
 class _PrimalBlock:
@@ -99,7 +87,7 @@ class _PrimalBlock:
         Zo, so, ao = self.old_rows
         bA = (gram.rhs - Zo.T @ (_weights(so, ao, power=1, log_lam=self.log_lam, log_c0=self.log_c0)[:, None] * self.old_y)) / d[:, None]
         self.h = self._fwd(bA)
-        self.phi = self._fwd(_probe_vectors(D))  # L_A⁻¹ v for two fixed unit probes
+        self.phi = self._fwd(_probes(D))  # L_A⁻¹ v for two fixed unit probes
         self.R = np.zeros((D, P), order="F")  # r_p = L_A⁻¹ (ẑ_p/d)
         self.T = np.zeros((P, P))  # r_p·r_q
         self.nu = np.zeros(P)  # √ω_p (relative to c0)
@@ -321,26 +309,3 @@ class PrimalSolver(CoreBlockSolver):
         I = slice(blk.dropped, blk.m)
         w = blk.h + blk.R[:, I] @ (blk.wy[I] - nu_m)
         return lapack.dtrtrs(blk.L, w, lower=1, trans=1)[0] / blk.d[:, None]
-
-
-def _principal_blocks(M, idx, valid, copy=False):
-    """``M[I_w, I_w]`` for every window ``w`` (zero where ``valid`` is False).
-
-    Windows that slide by one position or share their start are strided views of ``M``
-    (no gather); ``copy=True`` returns a writable array.
-    """
-    H = idx.shape[1]
-    if not H:
-        return np.zeros((idx.shape[0], 0, 0))
-    lo = idx[:, 0]
-    step = np.diff(lo)
-    if lo.size > 1 and M.flags.c_contiguous and (np.all(step == 1) or np.all(step == 0)):
-        st = M.itemsize
-        out = np.lib.stride_tricks.as_strided(
-            M[lo[0]:, lo[0]:], shape=(lo.size, H, H),
-            strides=(int(step[0]) * (M.shape[1] + 1) * st, M.shape[1] * st, st), writeable=False,
-        )
-        if valid.all():
-            return out.copy() if copy else out
-        return np.where(valid[:, :, None] & valid[:, None, :], out, 0.0)
-    return np.where(valid[:, :, None] & valid[:, None, :], M[idx[:, :, None], idx[:, None, :]], 0.0)

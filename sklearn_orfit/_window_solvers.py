@@ -514,6 +514,29 @@ class CoreBlockSolver:
             self.orth.refactor(Z * self.buf.sqrt_weights(self.lam)[:, None], slots=self.buf.slots())
 
 
+def _principal_blocks(M, idx, valid, copy=False):
+    """``M[I_w, I_w]`` for every window ``w`` (zero where ``valid`` is False).
+
+    Windows that slide by one position or share their start are strided views of ``M``
+    (no gather); ``copy=True`` returns a writable array.
+    """
+    H = idx.shape[1]
+    if not H:
+        return np.zeros((idx.shape[0], 0, 0))
+    lo = idx[:, 0]
+    step = np.diff(lo)
+    if lo.size > 1 and M.flags.c_contiguous and (np.all(step == 1) or np.all(step == 0)):
+        st = M.itemsize
+        out = np.lib.stride_tricks.as_strided(
+            M[lo[0]:, lo[0]:], shape=(lo.size, H, H),
+            strides=(int(step[0]) * (M.shape[1] + 1) * st, M.shape[1] * st, st), writeable=False,
+        )
+        if valid.all():
+            return out.copy() if copy else out
+        return np.where(valid[:, :, None] & valid[:, None, :], out, 0.0)
+    return np.where(valid[:, :, None] & valid[:, None, :], M[idx[:, :, None], idx[:, None, :]], 0.0)
+
+
 def make_writable(obj, _seen=None):
     """Replace read-only arrays in a solver's state by writable copies, in place.
 
