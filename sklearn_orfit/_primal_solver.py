@@ -79,8 +79,9 @@ class _PrimalBlock:
         L, info = lapack.dpotrf(S, lower=1, clean=1, overwrite_a=1)
         # factorisable is enough (a pivot ratio far from breakdown): each window's own
         # condition estimate includes the core, through φ = L_A⁻¹v
-        piv = np.abs(L.diagonal())
-        self.core_ok = bool(info == 0 and piv.min() > 1e-6 * piv.max())
+        anorm = np.abs(S).sum(axis=0).max() if info == 0 else 0.0
+        rcond, info2 = lapack.dpocon(L, anorm, uplo="L") if info == 0 else (0.0, 1)
+        self.core_ok = bool(info == 0 and info2 == 0 and rcond * GRAM_KAPPA_MAX >= 1.0)
         self.L = np.asfortranarray(L)
         # h_A = L_A⁻¹ (b_A/d),  b_A = Σ_A w s y ẑ (relative to c0)
         # b_A = Σ_A w s y ẑ = (the window's, carried) − (the old periphery rows')

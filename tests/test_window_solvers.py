@@ -303,3 +303,21 @@ def test_dual_refinement_route_matches_oracle(lam, alpha):
     assert solver.n_refined > 20
     o_beta, kappa = assert_oracle(pred, Z[:300], y[:300], 60, lam, alpha)
     np.testing.assert_allclose(solver.coef(), o_beta, atol=max(1e-9, 100 * EPS * kappa[-1]) * np.abs(o_beta).max())
+
+
+@pytest.mark.parametrize("lam", [0.9, 0.5])
+@pytest.mark.parametrize("kind", ["generic_1e150", "graded_columns"])
+def test_primal_core_condition_is_checked(kind, lam):
+    # the primal route once accepted any factorisable core and let each window's probe
+    # estimate judge it: with badly scaled columns or huge rows (λ < 1), windows were then
+    # off by up to 1e6 times the oracle bound
+    rng = np.random.default_rng(0)
+    N, D, T = 20, 15, 300
+    Z, y = rng.normal(size=(T, D)), rng.normal(size=T)
+    if kind == "generic_1e150":
+        Z, y = Z * 1e150, y * 1e150
+    else:
+        Z = Z * np.logspace(-4, 4, D)
+    solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=0.0, block_size=6)
+    pred = solver.update(Z, y[:, None], predict=True)
+    assert_oracle(pred, Z, y, N, lam, 0.0)
