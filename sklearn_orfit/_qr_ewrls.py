@@ -16,8 +16,7 @@ from ._batch_solver import BatchSolver
 from ._dual_solver import DualSolver
 from ._givens import GivensSolver
 from ._primal_solver import PrimalSolver
-from ._stream import OneRowPredictMixin, StreamingRegressorMixin, validate_stream
-from ._validation import check_fitted_fast, check_one_row, check_one_target
+from ._stream import OneRowPredictMixin, StreamingRegressorMixin
 from ._window_solvers import make_writable
 
 __all__ = ["QREWRLSRegressor"]
@@ -183,12 +182,7 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         self : QREWRLSRegressor
             The updated estimator.
         """
-        check_fitted_fast(self)
-        self._check_stream_params()
-        x = check_one_row(x, n_features=self.n_features_in_)
-        yv = check_one_target(y, n_targets=self._n_targets)
-        self._learn(x[None, :], yv[None, :], predict=False)
-        return self
+        return self._learn_one(x, y)
 
     @property
     def n_window_(self):
@@ -222,29 +216,12 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         return tags
 
     # ------------------------------------------------------------------ state
-    def _partial_fit(self, X, y, *, predict, reset=False):
-        """Validate the whole call, then learn it; on any error the state is unchanged."""
-        first_call = reset or not hasattr(self, "coef_")
-        saved = dict(self.__dict__) if first_call else None
-        try:
-            if not first_call:
-                self._check_stream_params()
-            X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
-            if first_call:
-                self._n_targets = None if y_ndim == 1 else Y.shape[1]
-                self._solver = make_solver(self, n_features=X.shape[1], n_targets=Y.shape[1])
-                self._stream_params = self._solver_params()
-                self.coef_ = np.zeros(X.shape[1] if y_ndim == 1 else X.shape[1:] + Y.shape[1:])
-                self.n_samples_seen_ = 0
-            Y_pred = self._learn(X, Y, predict=predict)
-        except BaseException:
-            if saved is not None:  # a rejected first call or fit leaves the old stream
-                self.__dict__.clear()
-                self.__dict__.update(saved)
-            raise
-        if Y_pred is not None and y_ndim == 1:
-            Y_pred = Y_pred[:, 0]
-        return Y_pred
+    _stream_params = ("window_size", "forgetting_factor", "alpha", "solver")
+
+    def _init_state(self, n_features, n_targets, y_ndim):
+        self._solver = make_solver(self, n_features=n_features, n_targets=n_targets)
+        self.coef_ = np.zeros(n_features if y_ndim == 1 else (n_features, n_targets))
+        self.n_samples_seen_ = 0
 
     def _learn(self, X, Y, *, predict):
         """Hand the rows to the solver; all or nothing.
@@ -277,24 +254,9 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
             solver.restore(record)
             raise
         # commit
-        self.coef_ = coef[:, 0].copy() if self._n_targets is None else coef.copy()
+        self.coef_ = coef[:, 0].copy() if self.coef_.ndim == 1 else coef.copy()
         self.n_samples_seen_ += X.shape[0]
         return Y_pred
-
-    _STREAM_PARAMS = ("window_size", "forgetting_factor", "alpha", "solver")
-
-    def _solver_params(self):
-        return (self.window_size, self.forgetting_factor, self.alpha, self.solver)
-
-    def _check_stream_params(self):
-        """The window's state was built with the parameters the stream started with."""
-        if self._solver_params() != self._stream_params:
-            changed = [k for k, a, b in zip(self._STREAM_PARAMS, self._solver_params(), self._stream_params) if a != b]
-            raise ValueError(
-                f"{', '.join(changed)} changed (set_params) since this stream started; the "
-                "window's state was built with the previous values. Call fit to start a new "
-                "stream with the new parameters."
-            )
 
     def _window_singular_values(self):
         check_is_fitted(self)

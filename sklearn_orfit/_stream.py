@@ -1,26 +1,155 @@
-"""Plumbing shared by the streaming regressors: one validation per call, rollback, API.
+"""The update contract shared by every streaming estimator of the package.
 
-Every public entry point validates its whole input once, before any state is touched; the
-recursions then work on copies of the state and assign them back at the end, so a call
-that raises (bad input, or a numerical failure half-way) leaves the estimator exactly as
-it was.
+Every call that learns (``fit``, ``partial_fit``, ``prequential_predict``, ``learn_one``,
+and the pipelines' and the ensemble's) follows one template, :func:`stream_update`:
+
+1. take the estimator's write lock (concurrent writes are serialised; a pickle or a
+   ``copy.deepcopy`` taken during a write waits for it, so it is never torn);
+2. check that no parameter the state depends on changed since the stream started
+   (:func:`check_stream_params`: ``set_params`` mid-stream is an error, never ignored);
+3. validate the whole input once (:func:`validate_stream`), before anything learns;
+4. learn: the recursions work on copies of the state, or keep an undo record of what they
+   overwrite in place, and assign the new state at the end;
+5. on any exception (bad input, a numerical failure half-way, ``KeyboardInterrupt``) put
+   the estimator's attributes back, so it is exactly as it was.
 """
 
+import threading
 from contextlib import contextmanager
 
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import check_fitted_fast, check_one_row
+from ._validation import check_fitted_fast, check_numeric, check_one_row, check_one_target
 
 __all__ = [
     "LinearPredictMixin",
     "OneRowPredictMixin",
+    "StreamLockMixin",
     "StreamingRegressorMixin",
+    "check_stream_params",
+    "record_stream_params",
     "rollback_on_error",
+    "stream_lock",
+    "stream_update",
     "validate_stream",
 ]
+
+# guards the lazy creation of the estimators' locks
+_LOCKS_GUARD = threading.Lock()
+
+
+class _StreamLock:
+    """A re-entrant lock that is not state: copies and pickles of it are fresh locks,
+    and all of them compare equal (so comparing two estimators' attributes ignores it)."""
+
+    __slots__ = ("_lock",)
+
+    def __init__(self):
+        self._lock = threading.RLock()
+
+    def __enter__(self):
+        return self._lock.__enter__()
+
+    def __exit__(self, *exc):
+        return self._lock.__exit__(*exc)
+
+    def __reduce__(self):
+        return (_StreamLock, ())
+
+    def __eq__(self, other):
+        return isinstance(other, _StreamLock)
+
+    def __hash__(self):
+        return 0
+
+
+def stream_lock(estimator):
+    """The estimator's write lock (re-entrant), created on first use.
+
+    Stored as ``estimator._stream_lock``; :class:`StreamLockMixin` leaves it out of the
+    pickled state. A thread that writes while another writes waits for it.
+    """
+    lock = estimator.__dict__.get("_stream_lock")
+    if lock is None:
+        with _LOCKS_GUARD:
+            lock = estimator.__dict__.setdefault("_stream_lock", _StreamLock())
+    return lock
+
+
+@contextmanager
+def _held(estimator):
+    """Hold the lock if the estimator has one (readers never create it)."""
+    lock = estimator.__dict__.get("_stream_lock")
+    if lock is None:
+        yield
+    else:
+        with lock:
+            yield
+
+
+class StreamLockMixin:
+    """Thread-safe writes: pickling and deep copies wait for a running write.
+
+    The lock itself is not state: it is dropped from the pickle (and so from deep copies
+    and joblib dumps) and recreated on the next write.
+    """
+
+    def __getstate__(self):
+        with _held(self):
+            # a copy: object.__getstate__ may return the instance's own __dict__
+            state = dict(super().__getstate__())
+        state.pop("_stream_lock", None)
+        return state
+
+
+def record_stream_params(estimator):
+    """Remember the parameters a new stream's state is built with.
+
+    ``estimator._stream_params`` (a class attribute) names them.
+    """
+    estimator._stream_param_values = tuple(
+        getattr(estimator, name) for name in estimator._stream_params
+    )
+
+
+def check_stream_params(estimator):
+    """Refuse to continue a stream whose parameters changed (``set_params``) since it started.
+
+    Raises
+    ------
+    ValueError
+        Naming the parameters that changed, and saying to call ``fit``.
+    """
+    saved = estimator.__dict__.get("_stream_param_values")
+    if saved is None:
+        return
+    names = estimator._stream_params
+    now = tuple(getattr(estimator, name) for name in names)
+    if now != saved:
+        changed = [k for k, a, b in zip(names, now, saved) if a is not b and a != b]
+        if changed:
+            raise ValueError(
+                f"{', '.join(changed)} changed (set_params) since this stream started; "
+                "the state was built with the previous values. Call fit to start a new "
+                "stream with the new parameters."
+            )
+
+
+@contextmanager
+def stream_update(estimator, *, check_params=True):
+    """The template of every call that learns: lock, parameter check, rollback.
+
+    The body validates its input, then learns; if it raises (anything, including
+    ``KeyboardInterrupt``), the estimator's attributes are put back. The restore is
+    shallow: the body must not modify a state array in place unless it undoes that
+    itself before re-raising (the window solvers keep undo records).
+    """
+    with stream_lock(estimator), rollback_on_error(estimator):
+        if check_params:
+            check_stream_params(estimator)
+        yield
 
 
 def validate_stream(estimator, X, y, *, reset):
@@ -47,18 +176,33 @@ def validate_stream(estimator, X, y, *, reset):
     y_ndim : int
         ``y.ndim`` (1 or 2), which fixes the shape of the predictions.
     """
+    check_numeric(X, "X")
+    check_numeric(y, "y")
+    check_target_shape(estimator, y, reset=reset)
     X, y = validate_data(
         estimator, X, y, reset=reset, dtype=np.float64, multi_output=True, y_numeric=True
     )
-    Y = y.reshape(y.shape[0], -1)
-    if not reset:
-        n_targets = estimator._n_targets
-        if (y.ndim == 1) != (n_targets is None) or (
-            n_targets is not None and Y.shape[1] != n_targets
-        ):
-            expected = "a 1-D target" if n_targets is None else f"{n_targets} targets"
-            raise ValueError(f"y has shape {y.shape} but this stream has {expected}.")
-    return X, Y, y.ndim
+    return X, y.reshape(y.shape[0], -1), y.ndim
+
+
+def check_target_shape(estimator, y, *, reset):
+    """The one check of ``y``'s shape against the stream (``estimator._n_targets``)."""
+    if y is None:
+        return  # scikit-learn's validation says that y is required
+    shape = y.shape if hasattr(y, "shape") else np.asarray(y).shape
+    if len(shape) not in (1, 2) or (len(shape) == 2 and shape[1] == 0):
+        raise ValueError(
+            f"y has shape {shape}; expected (n_samples,) or (n_samples, n_targets) with "
+            "n_targets >= 1."
+        )
+    if reset:
+        return
+    n_targets = estimator.__dict__.get("_n_targets")
+    if (len(shape) == 1) != (n_targets is None) or (
+        n_targets is not None and shape[1] != n_targets
+    ):
+        expected = "a 1-D target" if n_targets is None else f"{n_targets} targets"
+        raise ValueError(f"y has shape {shape} but this stream has {expected}.")
 
 
 @contextmanager
@@ -124,14 +268,48 @@ class OneRowPredictMixin:
         return x @ self.coef_
 
 
-class StreamingRegressorMixin(LinearPredictMixin):
-    """``fit``, ``partial_fit``, ``prequential_predict``, and a linear ``predict``.
+class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
+    """``fit``, ``partial_fit``, ``prequential_predict``, ``learn_one`` and ``predict``.
 
-    The estimator implements ``_partial_fit(X, y, *, predict, reset)``: validate the whole
-    call, learn its rows in order (after resetting when ``reset``), and return the
-    prequential predictions when ``predict`` (else ``None``). ``fit`` is that with a reset,
-    so ``fit`` and streaming ``partial_fit`` cannot disagree.
+    Every learning call goes through :meth:`_partial_fit`, the package's update template
+    (see the module's docstring). The estimator implements:
+
+    * ``_stream_params``: the names of the parameters its state is built with;
+    * ``_init_state(n_features, n_targets, y_ndim)``: a fresh state for a new stream
+      (``n_samples_seen_ = 0``);
+    * ``_learn(X, Y, *, predict)``: learn validated rows in order (``Y`` 2-D), updating
+      ``n_samples_seen_``, and return the prequential predictions (2-D) when ``predict``
+      (else ``None``); it assigns new state arrays rather than writing into the old ones
+      (or undoes its in-place writes itself before re-raising).
+
+    ``fit`` is ``_partial_fit`` with a reset, so ``fit`` and streaming ``partial_fit``
+    cannot disagree.
     """
+
+    _stream_params = ()
+
+    def _partial_fit(self, X, y, *, predict, reset):
+        """Validate the whole call, then learn it; on any error the state is unchanged."""
+        first_call = reset or "n_samples_seen_" not in self.__dict__
+        with stream_update(self, check_params=not first_call):
+            X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
+            if first_call:
+                self._init_state(X.shape[1], Y.shape[1], y_ndim)
+                self._n_targets = None if y_ndim == 1 else Y.shape[1]
+                record_stream_params(self)
+            Y_pred = self._learn(X, Y, predict=predict)
+        if Y_pred is not None and y_ndim == 1:
+            Y_pred = Y_pred[:, 0]
+        return Y_pred
+
+    def _learn_one(self, x, y):
+        """``learn_one`` through the same template, with only cheap checks."""
+        check_fitted_fast(self)
+        with stream_update(self):
+            x = check_one_row(x, n_features=self.n_features_in_)
+            yv = check_one_target(y, n_targets=self._n_targets)
+            self._learn(x[None, :], yv[None, :], predict=False)
+        return self
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):

@@ -10,7 +10,7 @@ import numbers
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
-__all__ = ["check_fitted_fast", "check_one_row", "check_one_target"]
+__all__ = ["check_fitted_fast", "check_numeric", "check_one_row", "check_one_target"]
 
 
 def check_one_row(x, *, n_features, dtype=np.float64):
@@ -35,8 +35,15 @@ def check_one_row(x, *, n_features, dtype=np.float64):
     ValueError
         If the row has the wrong shape, is not numeric or is not finite.
     """
+    if not isinstance(x, np.ndarray):
+        try:
+            x = np.asarray(x)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"x must be a numeric row; got {exc}") from None
+    if x.dtype.kind not in "biuf":
+        check_numeric(x, "x")
     try:
-        x = np.asarray(x, dtype=dtype)
+        x = x.astype(dtype, copy=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"x must be a numeric row; got {exc}") from None
     if x.ndim == 2 and x.shape[0] == 1:
@@ -46,7 +53,8 @@ def check_one_row(x, *, n_features, dtype=np.float64):
             f"x has shape {x.shape} but this estimator expects one row of "
             f"{n_features} features."
         )
-    if not math.isfinite(x.sum()):  # NaN and ±inf propagate into the sum
+    # NaN and ±inf propagate into the sum; a sum of huge finite values may overflow
+    if not math.isfinite(x.sum()) and not np.isfinite(x).all():
         raise ValueError("x contains NaN or infinity.")
     return x
 
@@ -71,6 +79,10 @@ def check_one_target(y, *, n_targets):
         if not math.isfinite(yv):
             raise ValueError("y contains NaN or infinity.")
         return np.array([yv])
+    if isinstance(y, (str, bytes, complex, np.str_, np.bytes_, np.complexfloating)):
+        raise ValueError(f"y must be a real number; got {y!r}.")
+    if not isinstance(y, np.ndarray) or y.dtype.kind not in "biuf":
+        check_numeric(y, "y")
     try:
         y = np.asarray(y, dtype=np.float64).reshape(-1)
     except (TypeError, ValueError) as exc:
@@ -78,7 +90,7 @@ def check_one_target(y, *, n_targets):
     expected = 1 if n_targets is None else n_targets
     if y.shape[0] != expected:
         raise ValueError(f"y has {y.shape[0]} values but {expected} target(s) expected.")
-    if not math.isfinite(y.sum()):
+    if not math.isfinite(y.sum()) and not np.isfinite(y).all():
         raise ValueError("y contains NaN or infinity.")
     return y
 
@@ -90,3 +102,46 @@ def check_fitted_fast(estimator):
             f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' or "
             "'partial_fit' with appropriate arguments before using this estimator."
         )
+
+
+def check_numeric(a, name):
+    """Refuse strings, bytes and complex numbers before any conversion to float.
+
+    scikit-learn's validation converts numeric strings (``"1.5"``) to floats when a float
+    dtype is asked for, and numpy drops imaginary parts; a stream takes neither silently.
+
+    Parameters
+    ----------
+    a : array-like, DataFrame or None
+        The input (``None`` passes).
+    name : str
+        ``"X"`` or ``"y"``, for the message.
+    """
+    if a is None or hasattr(a, "format"):  # sparse matrices are numeric
+        return
+    dtypes = getattr(a, "dtypes", None)
+    if dtypes is not None and not hasattr(dtypes, "kind"):  # a DataFrame: per column
+        kinds = {getattr(d, "kind", "O") for d in dtypes}
+    else:
+        dtype = getattr(a, "dtype", None)
+        if dtype is None or not hasattr(dtype, "kind"):
+            try:
+                dtype = np.asarray(a).dtype
+            except (TypeError, ValueError):  # ragged: scikit-learn's validation says so
+                return
+        kinds = {dtype.kind}
+    if kinds & set("USaV"):
+        raise ValueError(
+            f"{name} contains strings; a stream takes numbers only (convert the "
+            "column first, e.g. with pandas.to_numeric)."
+        )
+    if "c" in kinds:
+        raise ValueError(f"Complex data not supported: {name} contains complex numbers.")
+    if "O" in kinds:
+        values = np.asarray(a, dtype=object).ravel()
+        if any(isinstance(v, (str, bytes, complex, np.str_, np.bytes_)) for v in values):
+            raise ValueError(
+                f"{name} contains strings or complex numbers; a stream takes real "
+                "numbers only."
+            )
+
