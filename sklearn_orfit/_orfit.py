@@ -40,10 +40,13 @@ Memory when it would exceed ``m`` directions (incremental PCA, sequential Karhun
 ``"latest"`` and ``"random"`` instead keep ``m`` rows of ``[B; Qᵀ]``.
 """
 
+import math
+import operator
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.linalg import blas
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -55,6 +58,13 @@ from ._validation import check_one_row, check_one_target
 __all__ = ["ORFitRegressor", "SpannedBatchWarning"]
 
 _EPS = np.finfo(np.float64).eps
+# parameters the learned state depends on: fixed from the start of a stream to the next
+# fit (a change by set_params in between is refused by _check_stream_params)
+_STREAM_PARAMS = ("memory_size", "memory_policy", "batch_size", "coef_init", "rtol",
+                  "random_state")
+_get_stream_params = operator.attrgetter(*_STREAM_PARAMS)
+# norms of a batch within which its squares and products cannot overflow or underflow
+_SAFE_LOW, _SAFE_HIGH = 2.0**-400, 2.0**400
 # Re-project a row whose projection kept less than 1/√2 of its norm (the DGKS criterion,
 # "twice is enough", Kahan–Parlett): then X̃ is orthogonal to B to working precision.
 _REORTH = 1.0 / np.sqrt(2.0)
@@ -197,6 +207,21 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
     orthonormal to working precision for the no-forgetting guarantee. Bounded memories
     forget by design; which predictions are kept is not guaranteed beyond the span of
     ``components_``.
+
+    **Scale.** The model is scale-equivariant: ``X → cX`` gives ``W → W/c``, the same
+    predictions and ``singular_values_`` times ``c``, for any ``c`` that keeps ``X``
+    and ``W`` representable (``1e±300`` included). A batch whose norm is outside
+    ``2^±400`` is learned in units of a power of two (an exact rescaling: no norm or
+    inner product of rows overflows or underflows, and the tolerances are relative to
+    the rows' norms). Coefficients, predictions or row norms beyond the float64 range
+    raise ``ValueError`` and change nothing.
+
+    **A call that raises changes nothing**, including when the
+    :class:`SpannedBatchWarning` is turned into an error (``warnings.simplefilter
+    ("error")``): the warning is issued before the call's state is committed. The
+    parameters are those the stream started with: changing one by ``set_params``
+    before a :meth:`partial_fit`, :meth:`prequential_predict` or :meth:`learn_one`
+    raises ``ValueError`` (call :meth:`fit` to start a stream with the new values).
 
     :meth:`predict_one` and :meth:`learn_one` are the single-row path: they skip
     scikit-learn's input validation (only shape, dtype and finiteness are checked).
@@ -342,11 +367,14 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
             The updated estimator.
         """
         check_is_fitted(self)
+        self._check_stream_params()
         x = check_one_row(x, n_features=self.n_features_in_)
         yv = check_one_target(y, n_targets=self._n_targets)
-        _, unfitted = self._step(x[None, :], yv[None, :])
-        if unfitted:
-            _warn_spanned(1, 1)
+        # overflow is detected and reported by _step, not as a RuntimeWarning
+        with np.errstate(over="ignore", invalid="ignore"):
+            # the warning is issued before the step commits: escalated to an error, it
+            # leaves the estimator as it was
+            self._step(x[None, :], yv[None, :], warn_stacklevel=4)
         return self
 
     def __sklearn_tags__(self):
@@ -390,7 +418,7 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
             memory = (basis, np.zeros(0))
         else:
             # X_pastᵀX_past = Bᵀ LᵀL B and L = Z Σ Aᵀ  ⇒  right singular vectors Aᵀ B
-            _, sigma, At = np.linalg.svd(self._coords[: self._n_coords, :k], full_matrices=False)
+            _, sigma, At = _svd(self._coords[: self._n_coords, :k])
             memory = (At @ basis, sigma)
         state["_pca_cache"] = memory
         return memory
@@ -447,7 +475,40 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
         "_pca_cache",
         "_rng",
         "_n_targets",
+        "_stream_params",
     )
+
+    _STREAM_PARAMS = _STREAM_PARAMS
+
+    def _stream_param_values(self):
+        """``(values, coef_init copy)``: the copy catches an array changed in place."""
+        coef_init = None if self.coef_init is None else np.array(self.coef_init, dtype=np.float64)
+        return _get_stream_params(self), coef_init
+
+    def _check_stream_params(self):
+        """The state was built with the parameters the stream started with."""
+        saved = self.__dict__.get("_stream_params")
+        if saved is None:  # a state pickled before the parameters were recorded
+            return
+        values, coef_init = saved
+        current = _get_stream_params(self)
+        if all(map(operator.is_, current, values)) and (
+            coef_init is None or np.array_equal(np.asarray(self.coef_init), coef_init)
+        ):
+            return  # the usual case: the very same objects, no comparison needed
+        now = dict(zip(self._STREAM_PARAMS, current))
+        before = dict(zip(self._STREAM_PARAMS, values))
+        if self.coef_init is not None:
+            now["coef_init"] = np.array(self.coef_init, dtype=np.float64)
+        before["coef_init"] = coef_init
+        changed = [name for name in self._STREAM_PARAMS
+                   if not _same_param(now[name], before[name])]
+        if changed:
+            raise ValueError(
+                f"{', '.join(changed)} changed (set_params) since this stream started; the "
+                "model's state (coefficients and memory) was built with the previous "
+                "values. Call fit to start a new stream with the new parameters."
+            )
 
     def _init_state(self, n_features, n_targets, one_d):
         shape = (n_features,) if one_d else (n_features, n_targets)
@@ -479,6 +540,7 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
         self._n_coords = 0
         self._pca_cache = None
         self._rng = check_random_state(self.random_state)
+        self._stream_params = self._stream_param_values()
         self.n_samples_seen_ = 0
 
     def _learn(self, X, y, *, reset, batch_size, predict):
@@ -488,6 +550,8 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
             if reset:
                 self._reset()
             first_call = not hasattr(self, "coef_")
+            if not first_call:
+                self._check_stream_params()
             X, y = validate_data(
                 self,
                 X,
@@ -511,28 +575,41 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
             step = n if batch_size is None else batch_size
             Y_pred = np.empty_like(Y) if predict else None
             n_unfitted = 0
-            for start in range(0, n, step):
-                stop = min(start + step, n)
-                P, unfitted = self._step(X[start:stop], Y[start:stop])
-                if predict:
-                    Y_pred[start:stop] = P
-                n_unfitted += (stop - start) if unfitted else 0
+            # overflow is detected and reported by _step, not as a RuntimeWarning
+            with np.errstate(over="ignore", invalid="ignore"):
+                for start in range(0, n, step):
+                    stop = min(start + step, n)
+                    P, unfitted = self._step(X[start:stop], Y[start:stop])
+                    if predict:
+                        Y_pred[start:stop] = P
+                    n_unfitted += (stop - start) if unfitted else 0
+            if n_unfitted:
+                # inside the transaction: a warning escalated to an error (e.g.
+                # warnings.simplefilter("error")) restores the state below
+                _warn_spanned(n_unfitted, n, stacklevel=3)
         except BaseException:
             self.__dict__.clear()
             self.__dict__.update(saved)
             raise
-        if n_unfitted:
-            _warn_spanned(n_unfitted, n)
         if predict and y.ndim == 1:
             Y_pred = Y_pred[:, 0]
         return self, Y_pred
 
     # ------------------------------------------------------------------ the step
-    def _step(self, Xb, Yb):
+    def _step(self, Xb, Yb, *, warn_stacklevel=None):
         """Learn one batch; commit the new state only at the end.
 
         Writes before the commit go to spare rows/columns of the buffers or to new
-        arrays, so an exception half-way leaves the estimator unchanged.
+        arrays, so an exception half-way leaves the estimator unchanged. With
+        ``warn_stacklevel``, a :class:`SpannedBatchWarning` for this batch is issued
+        before the commit (so that a warning escalated to an error changes nothing).
+
+        A batch whose norm is outside ``2^±400`` is handled in units of a power of two,
+        ``X_b = 2^e X_s`` with ``‖X_s‖`` in ``[1/2, 1)``: the scaling is exact, so the
+        result is the same (to the last bit, barring subnormal numbers) as that of the
+        same rows scaled into range, and no norm or inner product of rows overflows or
+        underflows, whatever the scale of ``X`` (ORFit is scale-equivariant:
+        ``X → cX`` gives ``W → W/c`` and the same predictions).
 
         Returns the predictions ``X_b W`` made before the step and whether part of the
         batch's residual had to be left (a spanned batch with disagreeing labels).
@@ -546,23 +623,46 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
         # R = X_b W − Y_b
         P = Xb @ W
         R = P - Yb
-        # C = X_b Bᵀ, X̃ = X_b − C B   (X̃ Bᵀ = 0 to working precision)
-        Xt, C = _project_out(Xb, B)
+        # X_s = 2^(−e) X_b (exact), ‖X_s‖ in [1/2, 1) (max|X_s| if ‖X_b‖ overflows);
+        # e = 0 when ‖X_b‖ is within 2^±400, where no square below can overflow or
+        # underflow (the common case costs one norm)
+        nrm = _norm(Xb)
+        if _SAFE_LOW <= nrm <= _SAFE_HIGH or nrm == 0.0:
+            e = 0
+        else:
+            e = math.frexp(nrm if math.isfinite(nrm) else float(np.abs(Xb).max()))[1]
+        Xs = _times_pow2(Xb, -e)
+        # C = X_s Bᵀ, X̃ = X_s − C B   (X̃ Bᵀ = 0 to working precision)
+        Xt, C = _project_out(Xs, B)
         rtol = self.rtol if self.rtol is not None else _EPS * max(p, k + n)
-        row_norm = np.sqrt(np.einsum("ij,ij->i", Xb, Xb).max())
+        row_norm = np.sqrt(np.einsum("ij,ij->i", Xs, Xs).max())  # < 1: no overflow
         # X̃ = V S Qᵀ, keeping the r singular values above rtol · max ‖x_i‖
         V, S, Qt = _new_directions(Xt, tol=rtol * row_norm)
 
-        # W ← W − Q S⁻¹ Vᵀ R   (= W − G̃ (GᵀG̃)⁺ R: the pseudo-inverse step; B ΔW = 0)
+        # W ← W − Q S⁻¹ Vᵀ R   (= W − G̃ (GᵀG̃)⁺ R: the pseudo-inverse step; B ΔW = 0);
+        # S is in units of 2^e, hence the final 2^(−e)
         VtR = V.T @ R
-        W_new = W - Qt.T @ (VtR / S[:, None])
+        W_new = W - _times_pow2(Qt.T @ (VtR / S[:, None]), -e)
         # residual left on the batch: (I − V Vᵀ) R, zero unless the batch is spanned
         left = R - V @ VtR
-        scale = np.linalg.norm(Yb) + np.linalg.norm(P)
-        unfitted = bool(np.linalg.norm(left) > np.sqrt(_EPS) * scale)
+        scale = _norm(Yb) + _norm(P)
+        unfitted = bool(_norm(left) > np.sqrt(_EPS) * scale)
+        # the memory's coordinates and singular values in the units of X (at most
+        # ‖X_b‖: finite when that is)
+        C, S = _times_pow2(C, e), _times_pow2(S, e)
+        if not (_all_finite(W_new) and _all_finite(P)) or not (
+            math.isfinite(nrm) or (_all_finite(C) and _all_finite(S))
+        ):
+            raise ValueError(
+                "ORFit's update overflowed: the coefficients, the predictions or the "
+                "norms of the rows exceed the float64 range (≈1.8e308); rescale X and y, "
+                "e.g. with RecursiveStandardScaler."
+            )
 
         memory = self._update_memory(B=B, C=C, S=S, V=V, Qt=Qt, m_max=m_max)
 
+        if unfitted and warn_stacklevel is not None:
+            _warn_spanned(1, 1, stacklevel=warn_stacklevel)
         # commit
         self.coef_ = W_new.reshape(self.coef_.shape)
         (self._basis, self._n_dirs, self._sigma, self._coords, self._n_coords) = memory
@@ -591,7 +691,8 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
                 basis, kk, sigma = _pca_truncate(basis, L=L, k=k, C=C, S=S, V=V, m_max=m_max)
                 return basis, kk, sigma, None, 0
             if r == 0:
-                # a smaller memory_size set mid-stream: keep the first m rows
+                # more stored rows than m: only a state pickled before set_params was
+                # checked, with memory_size lowered; keep the first m rows
                 return basis, m_max, self._sigma[:m_max], None, 0
             basis, kk, sigma = self._keep(basis, k=k, S=S, m_max=m_max)
             return basis, kk, sigma, None, 0
@@ -707,7 +808,7 @@ def _pca_truncate(basis, *, L, k, C, S, V, m_max):
     K[:k, :n_prev] = L.T
     K[:k, n_prev:] = C.T
     K[k:, n_prev:] = S[:, None] * V.T
-    Ut, sig, _ = np.linalg.svd(K, full_matrices=False)
+    Ut, sig, _ = _svd(K)
     kk = min(k + r, m_max, sig.shape[0])
     # B ← (Ũᵀ [B; Qᵀ])[:m]: one (m × (k+r)) by ((k+r) × p) product into a fresh buffer
     new = np.empty_like(basis)
@@ -760,18 +861,71 @@ def _append_coords(coords, n_coords, *, k, C, VS):
 
 def _compress_coords(coords, n_coords, *, k):
     """``L ← R`` of ``L = QR`` (``k×k``, upper triangular): ``LᵀL`` is unchanged."""
-    R = np.linalg.qr(coords[:n_coords, :k], mode="r")
+    L = coords[:n_coords, :k]
+    e = _pow2_exponent(L)
+    R = _times_pow2(np.linalg.qr(_times_pow2(L, -e), mode="r"), e)
     new = np.zeros((2 * k + _COMPRESS_SLACK + 1, coords.shape[1]))
     new[:k, :k] = R
     return new, k
 
 
-def _warn_spanned(n_unfitted, n):
+def _pow2_exponent(A):
+    """``e`` with ``‖A‖`` in ``[2^(e−1), 2^e)`` (``0`` for a zero or non-finite norm)."""
+    nrm = _norm(A)
+    return math.frexp(nrm)[1] if math.isfinite(nrm) else 0
+
+
+def _svd(A):
+    """Thin SVD of the memory's coordinates, computed on ``A`` scaled by a power of two.
+
+    LAPACK rescales a matrix whose entries are beyond about ``1e±146`` by a factor that
+    is not a power of two; scaling it into range first keeps the memory exactly
+    equivariant to ``X → 2^k X`` (and identical at normal scales).
+    """
+    e = _pow2_exponent(A)
+    U, s, Vt = np.linalg.svd(_times_pow2(A, -e), full_matrices=False)
+    return U, _times_pow2(s, e), Vt
+
+
+def _all_finite(A):
+    """No NaN or infinity in ``A`` (a sum propagates them: one pass in the usual case)."""
+    return math.isfinite(float(A.sum())) or bool(np.isfinite(A).all())
+
+
+def _times_pow2(A, e):
+    """``A · 2^e``, exact (barring subnormal results)."""
+    if e == 0:
+        return A
+    if -1000 < e < 1000:
+        return A * math.ldexp(1.0, e)  # a normal power of two: the product is exact
+    return np.ldexp(A, e)
+
+
+def _norm(A):
+    """Frobenius norm without overflow or underflow of the squares (BLAS ``nrm2``)."""
+    a = np.ravel(A)
+    return float(blas.dnrm2(a)) if a.size else 0.0
+
+
+def _same_param(a, b):
+    """Whether a parameter value equals the one recorded when the stream started."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                and a.shape == b.shape and bool(np.array_equal(a, b)))
+    if a is b:
+        return True
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
+def _warn_spanned(n_unfitted, n, *, stacklevel):
     warnings.warn(
         f"{n_unfitted} of the {n} rows learned in this call are spanned by the memory "
         "with labels the model does not predict: fitting them would change predictions "
         "on remembered data, so the pseudo-inverse step kept those and left a residual "
         "on the new rows.",
         SpannedBatchWarning,
-        stacklevel=3,
+        stacklevel=stacklevel,
     )
