@@ -78,6 +78,8 @@ class GivensWindow:
         self.n = 0
         self.rank = 0  # rank of the window, from the rank decisions
         self.n_refresh = 0
+        self.cut = False  # whether the last refresh cut non-zero singular values
+        self.kappa_max = 1.0 / (_EPS * max(N, D))
         self._v = np.random.default_rng(0).standard_normal(D)  # fixed probe direction
         self.M = np.zeros((N + 1, 2 * D + c + N + 1))
         self.beta = np.zeros((D, c))
@@ -119,10 +121,21 @@ class GivensWindow:
             return
         # probe R R⁺ R = R along v; refresh R⁺ from R when the recursion has drifted
         n = self.n
-        Rv = M[:n, R] @ self._v
-        drift = M[:n, R] @ (M[:n, P].T @ Rv) - Rv
-        # norms, not squared norms: rows may be as small as 1e-300 or as large as 1e300
-        if not _norm(drift) <= self.probe_tol * _norm(Rv):
+        Rn, Pn = M[:n, R], M[:n, P]
+        Rv = Rn @ self._v
+        drift = Rn @ (Pn.T @ Rv) - Rv
+        # numpy.linalg.lstsq's cut-off: singular values ≤ eps·max(N, D)·s_max count as
+        # zero, which the rank-one updates know nothing of. κ(R) ≤ ‖R‖_F ‖R⁺‖_F, so when
+        # that product is below 1/(eps·max(N, D)) no singular value R⁺ inverts is below
+        # the cut; otherwise (or while the last refresh cut some, or after an overflow of
+        # R⁺ under a tiny λ) R⁺ is recomputed from R with the cut-off.
+        # Norms, not squared norms: rows may be as small as 1e-300 or as large as 1e300.
+        spread = _norm(Rn) * _norm(Pn)
+        if (
+            self.cut
+            or not spread <= self.kappa_max
+            or not _norm(drift) <= self.probe_tol * _norm(Rv)
+        ):
             self.refresh()
 
     def _ridge_beta(self):
@@ -145,6 +158,9 @@ class GivensWindow:
         # (R⁺)ᵀ = U diag(1/s) Vᵀ over the kept singular values
         M[:n, self._P] = (U[:, keep] / s[keep]) @ Vt[keep]
         self.rank = int(keep.sum())
+        # non-zero singular values below the cut: R⁺ is no longer pinv(R) exactly, so the
+        # rank-one updates cannot continue from it; refresh after every row until none is
+        self.cut = bool((s[~keep] > 0).any())
         self.n_refresh += 1
         self.beta = M[:n, self._P].T @ M[:n, self._eta]
 
@@ -236,8 +252,9 @@ class GivensWindow:
 
 
 def _norm(v):
-    """``‖v‖`` without overflow or underflow of the squares (BLAS ``nrm2``)."""
-    return dnrm2(np.ascontiguousarray(v, dtype=np.float64)) if v.size else 0.0
+    """``‖v‖`` (Frobenius for a matrix) without overflow or underflow of the squares
+    (BLAS ``nrm2``)."""
+    return dnrm2(np.ascontiguousarray(v, dtype=np.float64).ravel()) if v.size else 0.0
 
 
 class GivensSolver:

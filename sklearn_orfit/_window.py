@@ -31,6 +31,8 @@ def normalise_rows(Z):
     if Z.shape[0] == 1 and Z.shape[1]:
         # one row (the single-observation path): BLAS nrm2 scales internally
         n = dnrm2(Z[0])
+        if n == np.inf:
+            _norm_overflow()
         return (Z / n if n > 0 else np.zeros_like(Z)), np.array([n])
     # the common case in two passes: squared norms that neither overflow nor lose
     # precision to underflow (1e-290 < ‖z‖² < 1e290)
@@ -48,7 +50,16 @@ def normalise_rows(Z):
         r = np.sqrt(np.einsum("ij,ij->i", Zs, Zs))
         Zh[bad] = Zs / np.where(r > 0, r, 1.0)[:, None]
         s[bad] = np.where(m > 0, m * r, 0.0)
+        if np.isinf(s[bad]).any():
+            _norm_overflow()
     return Zh, s
+
+
+def _norm_overflow():
+    raise ValueError(
+        "a row's Euclidean norm exceeds the largest float64 (1.8e308); rescale X, e.g. "
+        "with RecursiveStandardScaler."
+    )
 
 
 class WindowBuffer:

@@ -523,3 +523,34 @@ def test_memory_mapped_model_continues_the_stream(D, window, solver, tmp_path):
     assert not loaded._solver.buf.Zh.flags.writeable  # the case under test
     assert np.array_equal(prequential_predict(loaded, Z[cut:], y[cut:]), prequential_predict(reg, Z[cut:], y[cut:]))
     loaded.learn_one(Z[0], y[0])
+
+
+@lru_cache(maxsize=None)
+def _graded_stream(N, D, lam, kind):
+    rng = np.random.default_rng(3)
+    Z = rng.standard_normal((120, D))
+    if kind == "alternating":  # rows alternating 1e8 and 1e-8: κ beyond lstsq's cut-off
+        Z[::2] *= 1e8
+        Z[1::2] *= 1e-8
+    y = rng.standard_normal(120)
+    o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=0)
+    return Z, y, o_pred, kappa
+
+
+@pytest.mark.parametrize("solver", ["auto", "givens"])
+@pytest.mark.parametrize(
+    "N, D, lam, kind",
+    [(N_, D_, lam_, "normal") for N_, D_ in [(20, 8), (50, 8), (20, 40)]
+     for lam_ in [1e-20, 1e-15, 1e-10, 1e-4, 1e-2]]
+    + [(20, 8, 1.0, "alternating"), (20, 40, 1.0, "alternating")],
+)
+def test_weights_beyond_the_cutoff_follow_lstsq(N, D, lam, kind, solver):
+    # Regression: with λ ≤ 1e-2 the window's weights span more than lstsq's cut-off
+    # eps·max(N, D); the Givens recursion overflowed R⁺ (NaN, then a false "overflowed"
+    # on every later call) or kept singular values lstsq drops (errors 1.2–940, and
+    # −1.7e14 instead of −0.63 on alternating rows).
+    Z, y, o_pred, kappa = _graded_stream(N, D, lam, kind)
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, solver=solver)
+    y_pred = reg.prequential_predict(Z, y)
+    assert_matches_oracle(y_pred, o_pred, kappa, solver)
+    reg.partial_fit(Z[:5], y[:5])  # the stream goes on
