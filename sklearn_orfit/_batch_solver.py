@@ -16,11 +16,16 @@ carried from one window to the next, so nothing drifts; the cost is ``O(N³)`` (
 exact route for a ridge with forgetting (which does not scale with the weights).
 """
 
+import math
+
 import numpy as np
 from scipy.linalg import lapack
+from scipy.linalg.blas import dnrm2
 
-from ._window import WindowBuffer, normalise_rows
-from ._window_solvers import GRAM_KAPPA_MAX, _probes, lstsq_stack, solve_normal_stack
+from ._window import OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, normalise_rows
+from ._window_solvers import (
+    GRAM_KAPPA_MAX, _probes, lstsq_stack, make_writable, solve_normal_stack,
+)
 
 __all__ = ["BatchSolver"]
 
@@ -191,6 +196,40 @@ class BatchSolver:
         return beta, ~(kappa <= GRAM_KAPPA_MAX)
 
     # ------------------------------------------------------------------ one row
+    def learn_one(self, z, y):
+        """Learn one row, all or nothing; return the new ``β`` (shape ``(D, n_targets)``).
+
+        The single-observation path: the update of :meth:`update` for one row with the
+        fewest numpy calls. Raises ``ValueError`` (state unchanged) when the row's norm or
+        the solution overflows; any other exception also leaves the state unchanged.
+        """
+        buf = self.buf
+        if not buf.Zh.flags.writeable:
+            make_writable(self)  # loaded with mmap_mode="r", or handed to a joblib worker
+        # undo record: the slot the row overwrites (the Gram matrix is symmetric: its row)
+        p = buf.pos
+        saved = (
+            buf.Zh[p].copy(), buf.s[p], buf.Y[p].copy(),
+            None if buf.G is None else buf.G[p].copy(), buf.n, self._beta, self.n_orthogonal,
+        )
+        try:
+            with np.errstate(all="ignore"):  # overflow is checked below, not warned about
+                n = dnrm2(z)
+                if n == np.inf:
+                    _norm_overflow()
+                self._one(z / n if n > 0 else z * 0.0, n, y)
+                beta = self._beta
+                if not (math.isfinite(beta.max()) and math.isfinite(beta.min())):
+                    raise ValueError(OVERFLOW_MESSAGE)
+        except BaseException:
+            Zh, s, Y, G, buf.n, self._beta, self.n_orthogonal = saved
+            buf.Zh[p], buf.s[p], buf.Y[p] = Zh, s, Y
+            if G is not None:
+                buf.G[p], buf.G[:, p] = G, G
+            buf.pos = p
+            raise
+        return beta
+
     def _one(self, zh, s, y):
         """Learn one row: push it, then solve the new window alone (the lean twin of a
         block of one row: the single-observation path's cost is its number of calls)."""

@@ -16,7 +16,11 @@ from ._batch_solver import BatchSolver
 from ._dual_solver import DualSolver
 from ._givens import GivensSolver
 from ._primal_solver import PrimalSolver
-from ._stream import OneRowPredictMixin, StreamingRegressorMixin
+from ._stream import (
+    OneRowPredictMixin, StreamingRegressorMixin, check_stream_params, stream_lock,
+)
+from ._validation import check_one_row, check_one_target
+from ._window import OVERFLOW_MESSAGE
 from ._window_solvers import make_writable
 
 __all__ = ["QREWRLSRegressor"]
@@ -182,7 +186,21 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         self : QREWRLSRegressor
             The updated estimator.
         """
-        return self._learn_one(x, y)
+        solver = self.__dict__.get("_solver")
+        if not isinstance(solver, BatchSolver) or solver.orthogonal_only:
+            return self._learn_one(x, y)
+        # the template of _learn_one (lock, parameter check, validation, all or nothing)
+        # inlined for short windows, whose cost per row is its number of calls
+        with stream_lock(self):
+            if self._stream_param_values != self._solver_params():
+                check_stream_params(self)
+            x = check_one_row(x, n_features=self.n_features_in_)
+            yv = check_one_target(y, n_targets=self._n_targets)
+            beta = solver.learn_one(x, yv)  # all or nothing
+            # commit (β is replaced, never written into, by the solver: no copy)
+            self.coef_ = beta[:, 0] if self._n_targets is None else beta
+            self.n_samples_seen_ += 1
+        return self
 
     @property
     def n_window_(self):
@@ -218,6 +236,16 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
     # ------------------------------------------------------------------ state
     _stream_params = ("window_size", "forgetting_factor", "alpha", "solver")
 
+    def _solver_params(self):
+        return (self.window_size, self.forgetting_factor, self.alpha, self.solver)
+
+    def __setstate__(self, state):
+        state = dict(state)
+        if isinstance(state.get("_stream_params"), tuple):
+            # saved by a version that kept the parameter values under this name
+            state["_stream_param_values"] = state.pop("_stream_params")
+        super().__setstate__(state)
+
     def _init_state(self, n_features, n_targets, y_ndim):
         self._solver = make_solver(self, n_features=n_features, n_targets=n_targets)
         self.coef_ = np.zeros(n_features if y_ndim == 1 else (n_features, n_targets))
@@ -246,10 +274,7 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
                     Y_pred = np.concatenate(parts) if predict else None
                 coef = solver.coef()
             if not np.isfinite(coef).all() or (Y_pred is not None and not np.isfinite(Y_pred).all()):
-                raise ValueError(
-                    "the window's least-squares solution overflowed (non-finite "
-                    "coefficients); rescale X and y, e.g. with RecursiveStandardScaler."
-                )
+                raise ValueError(OVERFLOW_MESSAGE)
         except BaseException:
             solver.restore(record)
             raise

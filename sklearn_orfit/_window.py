@@ -9,7 +9,12 @@ which is the Jacobi scaling the Gram-based solvers need anyway.
 import numpy as np
 from scipy.linalg.blas import dnrm2
 
-__all__ = ["WindowBuffer", "normalise_rows"]
+__all__ = ["OVERFLOW_MESSAGE", "WindowBuffer", "normalise_rows"]
+
+OVERFLOW_MESSAGE = (
+    "the window's least-squares solution overflowed (non-finite coefficients); rescale X "
+    "and y, e.g. with RecursiveStandardScaler."
+)
 
 
 def normalise_rows(Z):
