@@ -219,7 +219,10 @@ class BatchSolver:
                     _norm_overflow()
                 self._one(z / n if n > 0 else z * 0.0, n, y)
                 beta = self._beta
-                if not (math.isfinite(beta.max()) and math.isfinite(beta.min())):
+                # ‖β‖ is not finite when β is not (or when the norm alone overflows:
+                # then the entries are checked one by one)
+                v = beta.ravel(order="K")
+                if not math.isfinite(dnrm2(v)) and not np.isfinite(v).all():
                     raise ValueError(OVERFLOW_MESSAGE)
         except BaseException:
             Zh, s, Y, G, buf.n, self._beta, self.n_orthogonal = saved
@@ -262,7 +265,8 @@ class BatchSolver:
             dec |= ~(shift <= _SHIFT_MAX)
             S.flat[:: self.N + 1] += np.where(dec, 0.0, shift)
         rhs = buf.Y / np.where(s > 0, s, 1.0)[:, None]
-        if dec.any():
+        any_dec = dec.any()
+        if any_dec:
             S[dec, :] = 0.0
             S[:, dec] = 0.0
             rhs[dec] = 0.0
@@ -270,7 +274,9 @@ class BatchSolver:
         if not self.alpha and w is not None:
             # the weights' spread, as the block path's (Gram matrices of graded rows)
             spread = float(_spread(w * s, s, ~dec))
-        a = _cho_solve_checked(S, rhs, pad=dec, spread=spread, unit=not self.alpha)
+        a = _cho_solve_checked(
+            S, rhs, pad=dec if any_dec else None, spread=spread, unit=not self.alpha
+        )
         return None if a is None else buf.Zh.T @ a
 
     def _one_primal(self, w):

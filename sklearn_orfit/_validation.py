@@ -8,6 +8,7 @@ import math
 import numbers
 
 import numpy as np
+from scipy.linalg.blas import dnrm2
 from sklearn.exceptions import NotFittedError
 
 __all__ = ["check_fitted_fast", "check_numeric", "check_one_row", "check_one_target"]
@@ -53,8 +54,9 @@ def check_one_row(x, *, n_features, dtype=np.float64):
             f"x has shape {x.shape} but this estimator expects one row of "
             f"{n_features} features."
         )
-    # NaN and ±inf propagate into max and min (a sum of huge finite values would overflow)
-    if x.size and not (math.isfinite(x.max()) and math.isfinite(x.min())):
+    # NaN and ±inf make the norm non-finite (BLAS nrm2 scales: it overflows only when
+    # the norm itself exceeds the float64 range; then the entries are checked one by one)
+    if not math.isfinite(dnrm2(x)) and not np.isfinite(x).all():
         raise ValueError("x contains NaN or infinity.")
     return x
 
@@ -74,7 +76,7 @@ def check_one_target(y, *, n_targets):
     y : ndarray of shape (n_targets or 1,)
         The target as a float64 vector.
     """
-    if isinstance(y, numbers.Real) and n_targets is None:
+    if n_targets is None and (type(y) is float or isinstance(y, numbers.Real)):
         yv = float(y)
         if not math.isfinite(yv):
             raise ValueError("y contains NaN or infinity.")
@@ -90,7 +92,7 @@ def check_one_target(y, *, n_targets):
     expected = 1 if n_targets is None else n_targets
     if y.shape[0] != expected:
         raise ValueError(f"y has {y.shape[0]} values but {expected} target(s) expected.")
-    if not (math.isfinite(y.max()) and math.isfinite(y.min())):
+    if not math.isfinite(dnrm2(y)) and not np.isfinite(y).all():
         raise ValueError("y contains NaN or infinity.")
     return y
 
