@@ -1,4 +1,4 @@
-"""Classic covariance-form exponentially weighted RLS (SPEC §4), the unstable reference."""
+"""Classic covariance-form exponentially weighted RLS, the unstable reference (ABO paper)."""
 
 from numbers import Real
 

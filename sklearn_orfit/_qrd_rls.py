@@ -1,4 +1,4 @@
-"""Windowed QR-decomposition RLS on the raw inputs (QRD-RLS, SPEC §4)."""
+"""Windowed QR-decomposition RLS on the raw inputs (QRD-RLS), a baseline of the ABO paper."""
 
 import math
 from numbers import Integral, Real

@@ -1,4 +1,6 @@
-"""Streaming transformers without look-ahead: recursive z-scoring and lags (SPEC §0, §5).
+"""Streaming transformers without look-ahead: recursive z-scoring and lags.
+
+See the user guide's chapter on prequential evaluation (``docs/user_guide/prequential.rst``).
 
 Both transformers have, besides the usual ``fit`` / ``partial_fit`` / ``transform``, a
 :meth:`prequential_transform` method: the transformer analogue of
@@ -21,6 +23,15 @@ __all__ = ["LagTransformer", "RecursiveStandardScaler"]
 _EPS = np.finfo(np.float64).eps
 
 
+# Exponent of a column in which no non-zero value has been seen (below every float64's).
+_NO_EXPONENT = -1100
+# Values are handled in units 2^e of their column, e the exponent of the largest |x|
+# seen: |x/2^e| < 1, so no square or sum of squares can overflow or underflow. In
+# prequential_transform a block of rows keeps the units of its first row while its
+# values stay below 2^_HEADROOM of them (squares below 2^802).
+_HEADROOM = 400
+
+
 def _scale_from_var(var, mean, n_samples):
     """Standard deviations, with 1 where a feature is constant up to rounding.
 
@@ -33,6 +44,50 @@ def _scale_from_var(var, mean, n_samples):
     return np.where(var <= bound, 1.0, scale)
 
 
+def _constant(var, mean, n_samples):
+    """:func:`_scale_from_var`'s rule: which features are constant up to rounding."""
+    return var <= n_samples * _EPS * var + (n_samples * mean * _EPS) ** 2
+
+
+def _standardise(Z, var_s, mean_s, n_samples, exponent):
+    """``Z / scale`` for ``Z``, ``var`` and ``mean`` in units ``2^e`` (``Z``: ``x − mean``).
+
+    :func:`_scale_from_var`'s rule is homogeneous (``var`` and ``mean²`` scale alike),
+    so it is decided in the scaled units; a constant feature's scale is 1, so its output
+    is ``Z`` in the units of ``X``, ``Z · 2^e``. Exact: the result is that of the
+    formulas in the units of ``X``, bit for bit, barring subnormal numbers.
+    """
+    constant = _constant(var_s, mean_s, n_samples)
+    with np.errstate(over="ignore"):
+        return np.where(constant, np.ldexp(Z, exponent),
+                        Z / np.where(constant, 1.0, np.sqrt(var_s)))
+
+
+def _scaled_statistics(mean_s, m2s, exponent, n_samples):
+    """``(u, mean, var)`` with the statistics in units ``2^u`` of each column.
+
+    ``mean_s`` and ``m2s`` are the mean and ``Σ (x − mean)²`` in units ``2^exponent`` and
+    ``4^exponent``; ``u`` is ``exponent`` except for columns that are all zeros so far
+    (0).
+    """
+    u = _units(exponent)
+    return (u, np.ldexp(mean_s, exponent - u),
+            np.ldexp(m2s, 2 * (exponent - u)) / n_samples)
+
+
+def _exponents(X):
+    """Exponent ``e`` of each entry, ``|x|`` in ``[2^(e−1), 2^e)``; ``_NO_EXPONENT`` for 0."""
+    A = np.abs(X)
+    e = np.frexp(A)[1].astype(np.int64)
+    e[A == 0.0] = _NO_EXPONENT
+    return e
+
+
+def _units(exponent):
+    """The exponent used to apply the statistics: 0 for a column never non-zero."""
+    return np.where(exponent == _NO_EXPONENT, 0, exponent)
+
+
 class RecursiveStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     """Streaming z-scoring: each row scaled with the mean and std of the stream before it.
 
@@ -42,7 +97,8 @@ class RecursiveStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstima
     :class:`~sklearn.preprocessing.StandardScaler`). The streaming use is
     :meth:`prequential_transform`: row ``t`` of a chunk is scaled with the statistics of
     the rows learned before it — ``(x_t − mean_{<t}) / std_{<t}`` — and is learned
-    afterwards, so its output never depends on later rows (SPEC §0, §5).
+    afterwards, so its output never depends on later rows (see the user guide's
+    chapter on prequential evaluation).
 
     Parameters
     ----------
@@ -57,9 +113,11 @@ class RecursiveStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         Mean of the rows learned since the last :meth:`fit` (kept even when
         ``with_mean=False``: the variance needs it).
     var_ : ndarray of shape (n_features_in_,)
-        Their population variance (``ddof=0``).
+        Their population variance (``ddof=0``). A square: it overflows to ``inf`` or
+        underflows for features beyond about ``1e±154``, which ``scale_`` does not.
     scale_ : ndarray of shape (n_features_in_,)
-        ``sqrt(var_)``, with 1 for constant features; all ones when ``with_std=False``.
+        The standard deviation (``sqrt(var_)`` where that is representable), with 1 for
+        constant features; all ones when ``with_std=False``.
     n_samples_seen_ : int
         Rows learned since the last :meth:`fit` (reset by ``fit``).
     n_features_in_ : int
@@ -103,6 +161,18 @@ class RecursiveStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstima
     Prefix sums run in row order, so row ``t``'s output depends on rows ``≤ t`` only,
     bit for bit. After the call the state is the one :meth:`partial_fit` on the same
     chunk leaves. Cost ``O(n_samples · n_features)``.
+
+    **Scale.** Every feature is handled in units ``2^e``, ``e`` the exponent of the
+    largest ``|x|`` seen in it: an exact rescaling, so the results are those of the
+    formulas above, bit for bit, at ordinary scales, and no square overflows or
+    underflows at any scale (``1e±300`` included; the variance of data near ``1e160``
+    is not representable, its square root is). In :meth:`prequential_transform` the
+    units of a row depend on the rows before it only.
+
+    **Parameters.** ``with_mean`` and ``with_std`` are only read when rows are
+    transformed (the statistics do not depend on them), so a change by ``set_params``
+    mid-stream is honoured exactly: the output is that of a scaler that had the new
+    values from the start.
 
     References
     ----------
@@ -199,29 +269,57 @@ class RecursiveStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         X = validate_data(self, X, reset=first_call, dtype=np.float64)
         if first_call:
             self._init_state(X.shape[1])
-        n0, mean0, m2_0 = self.n_samples_seen_, self.mean_, self._m2
         b = X.shape[0]
+        Xt = np.empty_like(X)
+        if b == 0:
+            return Xt
+        # units 2^e per block of rows: e is the running exponent at the block's first row
+        # (rows ≤ it only, so no look-ahead) and the block ends before a row that is
+        # 2^_HEADROOM larger. Blocks are exact rescalings, so at ordinary scales there is
+        # one block and the result does not depend on e, bit for bit.
+        running = np.maximum.accumulate(np.vstack([self._exp, _exponents(X)]), axis=0)[1:]
+        n0, mean0, m2s0, exp0 = self.n_samples_seen_, self._mean_s, self._m2s, self._exp
+        start = 0
+        while start < b:
+            e = running[start]
+            beyond = np.any(running[start:] > e + _HEADROOM, axis=1)
+            stop = start + int(np.argmax(beyond)) if beyond.any() else b
+            n0, mean0, m2s0 = self._prequential_block(
+                X[start:stop], Xt[start:stop], n0=n0, mean0s=np.ldexp(mean0, exp0 - e),
+                m2s0=np.ldexp(m2s0, 2 * (exp0 - e)), e=e,
+            )
+            exp0, start = e, stop
+        self._merge(X)
+        return Xt
+
+    def _prequential_block(self, X, out, *, n0, mean0s, m2s0, e):
+        """Rows scaled with the prefix statistics before each, in units ``2^e``.
+
+        Writes the rows' output into ``out`` and returns the prefix statistics after the
+        block: ``(n, mean in units 2^e, M2 in units 4^e)``.
+        """
+        b = X.shape[0]
+        Xs = np.ldexp(X, -e)
         # the shift keeps the prefix sums small; before any row, the first row is used
-        ref = mean0 if n0 > 0 else X[0]
+        ref = mean0s if n0 > 0 else Xs[0]
         n_incl = (n0 + np.arange(1, b + 1, dtype=np.float64))[:, None]
         # mean_k = ref + Σ_{j≤k} (x_j − ref) / n_k       (n0·(mean0 − ref) = 0 either way)
-        mean_incl = ref + np.cumsum(X - ref, axis=0) / n_incl
-        mean_before = np.empty_like(X)
+        mean_incl = ref + np.cumsum(Xs - ref, axis=0) / n_incl
+        mean_before = np.empty_like(Xs)
         mean_before[1:] = mean_incl[:-1]
-        mean_before[0] = mean0 if n0 > 0 else X[0]
+        mean_before[0] = mean0s if n0 > 0 else Xs[0]
         # M2_k = M2_0 + Σ_{j≤k} (n_j − 1)/n_j · (x_j − mean_{j−1})²  (Welford; terms ≥ 0)
-        dev = X - mean_before
-        m2_incl = m2_0 + np.cumsum((n_incl - 1.0) / n_incl * dev * dev, axis=0)
-        m2_before = np.empty_like(X)
+        dev = Xs - mean_before
+        m2_incl = m2s0 + np.cumsum((n_incl - 1.0) / n_incl * dev * dev, axis=0)
+        m2_before = np.empty_like(Xs)
         m2_before[1:] = m2_incl[:-1]
-        m2_before[0] = m2_0
+        m2_before[0] = m2s0
         # a fresh stream's first row is scaled with its own statistics (n = 1, var = 0)
         n_before = n_incl - 1.0
         if n0 == 0:
             n_before[0] = 1.0
-        Xt = self._apply(X, mean_before, m2_before / n_before, n_before)
-        self._merge(X)
-        return Xt
+        out[...] = self._apply_scaled(Xs, mean_before, m2_before / n_before, n_before, e)
+        return n0 + b, mean_incl[-1], m2_incl[-1]
 
     # ------------------------------------------------------------------ applying
     def transform(self, X):
@@ -239,12 +337,9 @@ class RecursiveStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        Xt = X.copy()
-        if self.with_mean:
-            Xt -= self.mean_
-        if self.with_std:
-            Xt /= self.scale_
-        return Xt
+        # in units 2^e of each column (exact): X − mean_ cannot overflow needlessly
+        e, mean_s, var_s = self._scaled_statistics()
+        return self._apply_scaled(np.ldexp(X, -e), mean_s, var_s, self.n_samples_seen_, e)
 
     def inverse_transform(self, X):
         """Undo :meth:`transform` with the current statistics.
@@ -261,53 +356,107 @@ class RecursiveStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        Xt = X.copy()
-        if self.with_std:
-            Xt *= self.scale_
-        if self.with_mean:
-            Xt += self.mean_
-        return Xt
+        e, mean_s, _ = self._scaled_statistics()
+        with np.errstate(over="ignore"):
+            Xt = X * np.ldexp(self._scale, -e) if self.with_std else np.ldexp(X, -e)
+            if self.with_mean:
+                Xt += mean_s
+            Xt = np.ldexp(Xt, e)
+        return _check_output_finite(Xt)
 
     # ------------------------------------------------------------------ state
+    @property
+    def scale_(self):
+        check_is_fitted(self)
+        # read at every call, so with_std may be changed by set_params at any time
+        return self._scale if self.with_std else np.ones_like(self._scale)
+
     def _reset(self):
-        for name in ("mean_", "var_", "scale_", "n_samples_seen_", "_m2"):
+        for name in ("mean_", "var_", "n_samples_seen_", "_mean_s", "_m2s", "_exp", "_scale"):
             self.__dict__.pop(name, None)
 
     def _init_state(self, n_features):
         self.mean_ = np.zeros(n_features)
         self.var_ = np.zeros(n_features)
-        self.scale_ = np.ones(n_features)
-        self._m2 = np.zeros(n_features)  # Σ (x − mean)² over the learned rows
+        self._scale = np.ones(n_features)
+        # the mean in units 2^_exp and Σ (x − mean)² over the learned rows in units
+        # 4^_exp: _exp is the exponent of the largest |x| of each column (_NO_EXPONENT
+        # while it has only zeros)
+        self._mean_s = np.zeros(n_features)
+        self._m2s = np.zeros(n_features)
+        self._exp = np.full(n_features, _NO_EXPONENT, dtype=np.int64)
         self.n_samples_seen_ = 0
 
+    def __setstate__(self, state):
+        state = dict(state)
+        if "_m2" in state:
+            # saved by a version that kept M2 and scale_ in the units of X
+            state["_m2s"] = state.pop("_m2")
+            state["_mean_s"] = state["mean_"]
+            state["_exp"] = np.zeros(state["_m2s"].shape, dtype=np.int64)
+            state["_scale"] = _scale_from_var(state["var_"], state["mean_"],
+                                              state["n_samples_seen_"])
+            state.pop("scale_", None)
+        super().__setstate__(state)
+
     def _merge(self, X):
-        """Chan et al.'s pairwise update with the chunk ``X`` (two-pass chunk stats)."""
+        """Chan et al.'s pairwise update with the chunk ``X`` (two-pass chunk stats).
+
+        Computed in units ``2^e`` of each column (``e``: exponent of the largest ``|x|``
+        seen), an exact rescaling: the result is that of the formulas in the units of
+        ``X``, bit for bit, without their squares overflowing (``|x| ≳ 1e154``) or
+        underflowing (``|x| ≲ 1e-154``).
+        """
         n_a, n_b = self.n_samples_seen_, X.shape[0]
         if n_b == 0:
             return
-        mean_b = X.mean(axis=0)
-        d = X - mean_b
+        e = np.maximum(self._exp, _exponents(X).max(axis=0))
+        Xs = np.ldexp(X, -e)
+        mean_a = np.ldexp(self._mean_s, self._exp - e)
+        m2_a = np.ldexp(self._m2s, 2 * (self._exp - e))
+        mean_b = Xs.mean(axis=0)
+        d = Xs - mean_b
         m2_b = np.einsum("ij,ij->j", d, d)
         n = n_a + n_b
         # δ = mean_b − mean_a;  mean = mean_a + δ n_b / n;  M2 = M2_a + M2_b + δ² n_a n_b / n
-        delta = mean_b - self.mean_
-        self.mean_ = self.mean_ + delta * (n_b / n)
-        self._m2 = self._m2 + m2_b + delta * delta * (n_a * n_b / n)
+        delta = mean_b - mean_a
+        mean = mean_a + delta * (n_b / n)
+        m2 = m2_a + m2_b + delta * delta * (n_a * n_b / n)
+        u, mean_s, var_s = _scaled_statistics(mean, m2, e, n)
+        # var_ in the units of X² under- or overflows for |x| beyond about 1e±154;
+        # scale_ comes from the scaled variance and stays exact
+        with np.errstate(over="ignore", under="ignore"):
+            var = np.ldexp(var_s, 2 * u)
+        scale = np.where(_constant(var_s, mean_s, n), 1.0, np.ldexp(np.sqrt(var_s), u))
+        # commit
+        self._mean_s, self._m2s, self._exp, self.var_, self._scale = mean, m2, e, var, scale
+        self.mean_ = np.ldexp(mean, e)
         self.n_samples_seen_ = n
-        self.var_ = self._m2 / n
-        if self.with_std:
-            self.scale_ = _scale_from_var(self.var_, self.mean_, n)
 
-    def _apply(self, X, mean, var, n):
-        Xt = X - mean if self.with_mean else X.copy()
+    def _scaled_statistics(self):
+        return _scaled_statistics(self._mean_s, self._m2s, self._exp, self.n_samples_seen_)
+
+    def _apply_scaled(self, Xs, mean_s, var_s, n, e):
+        """``(x − mean) / std`` from rows and statistics in units ``2^e`` (exact)."""
+        Z = Xs - mean_s if self.with_mean else Xs
         if self.with_std:
-            Xt /= _scale_from_var(var, mean, n)
-        return Xt
+            return _standardise(Z, var_s, mean_s, n, e)
+        with np.errstate(over="ignore"):
+            return _check_output_finite(np.ldexp(Z, e))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
         return tags
+
+
+def _check_output_finite(Xt):
+    if not np.isfinite(Xt).all():
+        raise ValueError(
+            "the transformed values exceed the float64 range (≈1.8e308): X − mean_ "
+            "(or X · scale_ + mean_) is not representable; rescale X."
+        )
+    return Xt
 
 
 class LagTransformer(TransformerMixin, BaseEstimator):
@@ -358,7 +507,10 @@ class LagTransformer(TransformerMixin, BaseEstimator):
     no look-ahead); :meth:`fit_transform` is ``fit`` on nothing followed by
     :meth:`prequential_transform`, i.e. the lags *within* ``X``. Cost
     ``O(n_samples · n_lags · d)``; the state is ``n_lags`` rows, whatever the length of
-    the stream.
+    the stream. ``n_lags`` and ``fill_value`` are those the stream started with:
+    changing one by ``set_params`` before the next :meth:`partial_fit`,
+    :meth:`transform` or :meth:`prequential_transform` raises ``ValueError`` (call
+    :meth:`fit` to start a stream with the new values).
 
     When a chain is evaluated on a fold after a warm-up block (as
     :class:`~sklearn_orfit.model_selection.PrequentialSplit` does), the lags of the
@@ -427,6 +579,8 @@ class LagTransformer(TransformerMixin, BaseEstimator):
             The updated transformer.
         """
         first_call = not hasattr(self, "history_")
+        if not first_call:
+            self._check_stream_params()
         X = validate_data(self, X, reset=first_call, dtype=np.float64)
         if first_call:
             self._init_state(X.shape[1])
@@ -447,6 +601,7 @@ class LagTransformer(TransformerMixin, BaseEstimator):
             Row ``t``: ``[x_{t−1}, ..., x_{t−n_lags}]`` flattened (lag-major).
         """
         check_is_fitted(self)
+        self._check_stream_params()
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._lags(X)
 
@@ -467,6 +622,8 @@ class LagTransformer(TransformerMixin, BaseEstimator):
             As :meth:`transform`.
         """
         first_call = not hasattr(self, "history_")
+        if not first_call:
+            self._check_stream_params()
         X = validate_data(self, X, reset=first_call, dtype=np.float64)
         if first_call:
             self._init_state(X.shape[1])
@@ -490,6 +647,7 @@ class LagTransformer(TransformerMixin, BaseEstimator):
             As :meth:`prequential_transform` on a fresh transformer.
         """
         self.__dict__.pop("history_", None)
+        self.__dict__.pop("_stream_params", None)
         self.__dict__.pop("n_samples_seen_", None)
         self.__dict__.pop("n_features_in_", None)
         self.__dict__.pop("feature_names_in_", None)
@@ -509,6 +667,7 @@ class LagTransformer(TransformerMixin, BaseEstimator):
             The output names.
         """
         check_is_fitted(self)
+        self._check_stream_params()
         if input_features is None:
             input_features = getattr(
                 self, "feature_names_in_", [f"x{i}" for i in range(self.n_features_in_)]
@@ -518,7 +677,25 @@ class LagTransformer(TransformerMixin, BaseEstimator):
 
     def _init_state(self, n_features):
         self.history_ = np.full((self.n_lags, n_features), float(self.fill_value))
+        self._stream_params = (self.n_lags, self.fill_value)
         self.n_samples_seen_ = 0
+
+    _STREAM_PARAMS = ("n_lags", "fill_value")
+
+    def _check_stream_params(self):
+        """``history_`` was built with the parameters the stream started with."""
+        saved = self.__dict__.get("_stream_params")
+        if saved is None:  # a state pickled before the parameters were recorded
+            return
+        current = (self.n_lags, self.fill_value)
+        changed = [name for name, a, b in zip(self._STREAM_PARAMS, current, saved)
+                   if not (a == b or (a != a and b != b))]
+        if changed:
+            raise ValueError(
+                f"{', '.join(changed)} changed (set_params) since this stream started; "
+                "history_ was built with the previous values. Call fit to start a new "
+                "stream with the new parameters."
+            )
 
     def _push(self, X):
         E = np.concatenate([self.history_, X])

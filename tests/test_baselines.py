@@ -1,4 +1,4 @@
-"""The ABO paper's baselines: SW-KRLS, QRD-RLS and covariance-form EW-RLS (SPEC §4).
+"""The ABO paper's baselines: SW-KRLS, QRD-RLS and covariance-form EW-RLS.
 
 Each recursion is checked, at every step, against its from-scratch oracle:
 

@@ -1,5 +1,5 @@
-"""ORFitRegressor (SPEC §3): the theorem, zero forgetting, the PCA memory, spanned batches,
-streaming contracts and scikit-learn compatibility.
+"""ORFitRegressor (Min, Ahn and Azizan, CDC 2022): the theorem, zero forgetting, the PCA
+memory, spanned batches, streaming contracts and scikit-learn compatibility.
 
 Oracles: ``numpy.linalg.lstsq`` for the minimum-distance interpolant, ``numpy.linalg.svd``
 for the memory, plain multi-pass SGD for the theorem's limit.
