@@ -235,7 +235,11 @@ class BatchSolver:
 
     def _one(self, zh, s, y):
         """Learn one row: push it, then solve the new window alone (the lean twin of a
-        block of one row: the single-observation path's cost is its number of calls)."""
+        block of one row: the single-observation path's cost is its number of calls).
+
+        Called under ``np.errstate(all="ignore")`` (by :meth:`learn_one`, and by
+        :meth:`update` through the estimator): overflow is detected, not warned about.
+        """
         buf, N = self.buf, self.N
         buf.push(zh, s, y, None if buf.G is None else buf.Zh @ zh)
         if self.lam == 1.0 and buf.n == N:
@@ -260,8 +264,8 @@ class BatchSolver:
         # does with a zero row): empty slots, zero rows, and with a ridge negligible rows
         dec = (s == 0) if w is None else (w == 0) | (s == 0)
         if self.alpha:
-            with np.errstate(divide="ignore", over="ignore", under="ignore"):
-                shift = self.alpha / ((1.0 if w is None else w) * s * s)
+            # (under the caller's np.errstate: a shift that overflows decouples its row)
+            shift = self.alpha / ((1.0 if w is None else w) * s * s)
             dec |= ~(shift <= _SHIFT_MAX)
             S.flat[:: self.N + 1] += np.where(dec, 0.0, shift)
         rhs = buf.Y / np.where(s > 0, s, 1.0)[:, None]
@@ -282,18 +286,18 @@ class BatchSolver:
     def _one_primal(self, w):
         """The weighted normal equations of the ring's rows (scaled as :meth:`_primal`)."""
         buf = self.buf
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            # ω = w (s/s_max)², the Gram matrix divided by s_max² (Jacobi scaling follows)
-            top = buf.s.max()
-            r = buf.s / top
-            wr = r if w is None else w * r
-            S = buf.Zh.T @ (buf.Zh * (wr * r)[:, None])
-            if self.alpha:
-                S.flat[:: self.D + 1] += self.alpha / (top * top)
-            rhs = buf.Zh.T @ ((wr / top)[:, None] * buf.Y)
+        # (under the caller's np.errstate: overflow and underflow are dealt with here)
+        # ω = w (s/s_max)², the Gram matrix divided by s_max² (Jacobi scaling follows)
+        top = buf.s.max()
+        r = buf.s / top
+        wr = r if w is None else w * r
+        S = buf.Zh.T @ (buf.Zh * (wr * r)[:, None])
+        if self.alpha:
+            S.flat[:: self.D + 1] += self.alpha / (top * top)
+        rhs = buf.Zh.T @ ((wr / top)[:, None] * buf.Y)
         # a non-finite S fails the factorisation; a non-finite rhs (a tiny window with a
         # large target) goes to the orthogonal route, which works on the raw rows
-        return _cho_solve_checked(S, rhs) if np.isfinite(rhs).all() else None
+        return _cho_solve_checked(S, rhs) if math.isfinite(dnrm2(rhs.ravel())) else None
 
 
 def _spread(ws, s, keep):

@@ -14,6 +14,7 @@ and the pipelines' and the ensemble's) follows one template, :func:`stream_updat
    the estimator's attributes back, so it is exactly as it was.
 """
 
+import _thread
 import threading
 from contextlib import contextmanager
 
@@ -40,20 +41,11 @@ __all__ = [
 _LOCKS_GUARD = threading.Lock()
 
 
-class _StreamLock:
+class _StreamLock(_thread.RLock):
     """A re-entrant lock that is not state: copies and pickles of it are fresh locks,
     and all of them compare equal (so comparing two estimators' attributes ignores it)."""
 
-    __slots__ = ("_lock",)
-
-    def __init__(self):
-        self._lock = threading.RLock()
-
-    def __enter__(self):
-        return self._lock.__enter__()
-
-    def __exit__(self, *exc):
-        return self._lock.__exit__(*exc)
+    __slots__ = ()
 
     def __reduce__(self):
         return (_StreamLock, ())

@@ -76,7 +76,7 @@ def check_one_target(y, *, n_targets):
     y : ndarray of shape (n_targets or 1,)
         The target as a float64 vector.
     """
-    if n_targets is None and (type(y) is float or isinstance(y, numbers.Real)):
+    if n_targets is None and (isinstance(y, float) or isinstance(y, numbers.Real)):
         yv = float(y)
         if not math.isfinite(yv):
             raise ValueError("y contains NaN or infinity.")
