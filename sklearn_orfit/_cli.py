@@ -9,15 +9,24 @@ Subcommands:
 * ``double-descent`` — the ABO paper's synthetic sweep over the number of features.
 
 Errors in the input are reported as one line, ``sklearn-orfit: error: ...``, with exit
-status 2; nothing the user types should produce a traceback.
+status 2; nothing the user types should produce a traceback. A CSV file is streamed (only
+the first ``--n-rows`` rows are read); a run whose arrays would not fit in the available
+memory is refused before it starts; output files are written to a temporary name and
+moved into place, so an interrupted run leaves no partial file; output that the
+terminal's encoding cannot hold is spelled in ASCII (σ → sigma).
 """
 
 import argparse
+import array
+import codecs
+import contextlib
 import csv
+import io
 import math
 import os
 import platform
 import sys
+import tempfile
 import warnings
 
 import numpy as np
@@ -129,7 +138,8 @@ def build_parser():
     m.add_argument("--n-lags", type=_int_at_least(1), default=20, metavar="L",
                    help="lagged values per row (default 20)")
     m.add_argument("--window-size", type=_int_at_least(1), default=50, metavar="N",
-                   help="window length N (abo, ensemble, sw-krls, qrd-rls; default 50)")
+                   help="window length N (abo, ensemble, sw-krls, qrd-rls) and, for "
+                   "every model, the first steps left out of the scores (default 50)")
     m.add_argument("--n-components", type=_int_at_least(1), default=None, metavar="D",
                    help="random features D (default 2048; 256 for ewrls, whose "
                    "covariance form costs D² per step)")
@@ -212,29 +222,125 @@ def build_parser():
 
 
 # ----------------------------------------------------------------------- input
-def _read_csv_column(path, column):
-    """Values of ``column`` of a CSV file as floats (NaN for missing cells)."""
+_SNIFF_CHARS = 65536
+_MAX_LINE = 1 << 24  # characters; a longer "line" is not a CSV row
+
+
+class _Where:
+    """``where[i]``: "line 17" / "position 3" for value ``i``, built on demand.
+
+    One label per value would cost tens of bytes per value; this keeps the line numbers
+    in one integer array (and slices to a view of it).
+    """
+
+    def __init__(self, label, numbers):
+        self.label, self.numbers = label, numbers
+
+    def __len__(self):
+        return len(self.numbers)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return _Where(self.label, self.numbers[i])
+        return f"{self.label} {int(self.numbers[i])}"
+
+
+def _physical_lines(fh, head, path):
+    """The lines of ``fh`` (``head`` first, already read), each at most ``_MAX_LINE``.
+
+    Records end only at ``\\r``, ``\\n`` or ``\\r\\n`` (the file is opened with
+    ``newline=''``): U+2028, U+0085, form feed and the other characters
+    :meth:`str.splitlines` treats as line breaks stay inside their cell. Reads one line
+    at a time, so memory does not grow with the file.
+    """
+    pending = ""
+    for line in io.StringIO(head, newline=""):
+        if line.endswith(("\n", "\r")):
+            yield line
+        else:
+            pending = line  # the sample stopped inside this line
+    while True:
+        line = fh.readline(_MAX_LINE)
+        if pending:
+            line, pending = pending + line, ""
+        if not line:
+            return
+        if len(line) >= _MAX_LINE and not line.endswith(("\n", "\r")):
+            raise CLIError(f"{path} has a line longer than {_MAX_LINE:,} characters; "
+                           "is it a CSV file?")
+        yield line
+
+
+def _read_csv_column(path, column, n_rows=None):
+    """Values of ``column`` of a CSV file as floats (NaN for missing cells).
+
+    Streams the file: only the first ``n_rows`` data rows (all when ``None``) are read,
+    so memory stays bounded by what is used (8 bytes per value and per line number),
+    whatever the file's size. Records end only at ``\\r``, ``\\n`` or ``\\r\\n``
+    (quoted cells may hold line breaks); blank records are skipped; the first non-blank
+    record is the header. Returns ``(values, column, line_numbers)``, the line number
+    being that of the record's first line.
+    """
     if not os.path.exists(path):
         raise CLIError(f"file not found: {path}")
     if os.path.isdir(path):
         raise CLIError(f"{path} is a directory, not a CSV file")
+    values, numbers = array.array("d"), array.array("q")
+    line_no = 0
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
-            text = fh.read()
+            head = fh.read(_SNIFF_CHARS)
+            if head.endswith("\r"):  # keep "\r\n" in one piece
+                head += fh.read(1)
+            if not head.strip():
+                raise CLIError(f"{path} is empty")
+            complete = max(head.rfind("\n"), head.rfind("\r"))
+            try:
+                delimiter = csv.Sniffer().sniff(
+                    head[: complete + 1] if complete >= 0 else head,
+                    delimiters=",;\t|").delimiter
+            except csv.Error:
+                delimiter = ","
+            lines = _physical_lines(fh, head, path)
+            reader = csv.reader(lines, delimiter=delimiter)
+            header = j = None
+            for row in reader:
+                start, line_no = line_no + 1, reader.line_num
+                if not any(c.strip() for c in row):
+                    continue
+                if header is None:
+                    header = [c.strip() for c in row]
+                    j = _header_index(header, column, path)
+                    column = header[j]
+                    continue
+                cell = row[j].strip() if j < len(row) else ""
+                if cell.lower() in _NA:
+                    values.append(math.nan)
+                else:
+                    try:
+                        values.append(float(cell))
+                    except ValueError:
+                        raise CLIError(f"column {column!r} of {path} is not numeric: "
+                                       f"line {start} has {cell!r}") from None
+                numbers.append(start)
+                if n_rows is not None and len(values) >= n_rows:
+                    break
     except UnicodeDecodeError:
-        raise CLIError(f"{path} is not a UTF-8 text (CSV) file") from None
+        after = f" (undecodable bytes after line {line_no})" if line_no else ""
+        raise CLIError(f"{path} is not a UTF-8 text (CSV) file{after}") from None
+    except csv.Error as exc:
+        raise CLIError(f"{path} is not a readable CSV file: the record starting on line "
+                       f"{line_no + 1}: {exc}") from None
     except OSError as exc:
         raise CLIError(f"cannot read {path}: {exc.strerror or exc}") from None
-    lines = text.splitlines()
-    if not any(line.strip() for line in lines):
-        raise CLIError(f"{path} is empty")
-    try:
-        delimiter = csv.Sniffer().sniff(text[:65536], delimiters=",;\t|").delimiter
-    except csv.Error:
-        delimiter = ","
-    rows = [(i + 1, r) for i, r in enumerate(csv.reader(lines, delimiter=delimiter))
-            if any(c.strip() for c in r)]
-    header = [c.strip() for c in rows[0][1]]
+    if header is None:
+        raise CLIError(f"{path} is empty: no row has a non-blank cell (a header row with "
+                       "column names is needed)")
+    return (np.frombuffer(values, dtype=np.float64), column,
+            np.frombuffer(numbers, dtype=np.int64))
+
+
+def _header_index(header, column, path):
     listing = ", ".join(repr(c) for c in header)
     if column is None:
         if len(header) != 1:
@@ -243,33 +349,25 @@ def _read_csv_column(path, column):
         column = header[0]
     if column not in header:
         raise CLIError(f"column {column!r} not found in {path} (columns: {listing})")
-    j = header.index(column)
-    values = np.empty(len(rows) - 1)
-    for k, (line_no, row) in enumerate(rows[1:]):
-        cell = row[j].strip() if j < len(row) else ""
-        if cell.lower() in _NA:
-            values[k] = np.nan
-            continue
-        try:
-            values[k] = float(cell)
-        except ValueError:
-            raise CLIError(f"column {column!r} of {path} is not numeric: line {line_no} "
-                           f"has {cell!r}") from None
-    line_numbers = np.array([line_no for line_no, _ in rows[1:]], dtype=int)
-    return values, column, line_numbers
+    return header.index(column)
 
 
 def _load_series(args):
-    """``(values, timestamps or None, name, description, units)`` of the input."""
+    """``(values, timestamps or None, name, description, units, where)`` of the input.
+
+    Only the first ``--n-rows`` values are read (a CSV file is streamed and not read
+    further).
+    """
     if args.csv is not None and args.dataset is not None:
         raise CLIError("give either --csv or --dataset, not both")
     if args.csv is None and args.column is not None:
         raise CLIError("--column needs --csv")
+    n = args.n_rows
     if args.csv is not None:
-        values, column, line_numbers = _read_csv_column(args.csv, args.column)
-        where = [f"line {n}" for n in line_numbers]
+        values, column, line_numbers = _read_csv_column(args.csv, args.column, n)
         name = f"{os.path.splitext(os.path.basename(args.csv))[0]}:{column}"
-        return values, None, name, f"column {column!r} of {args.csv}", "", where
+        return (values, None, name, f"column {column!r} of {args.csv}", "",
+                _Where("line", line_numbers))
     dataset = args.dataset or "electricity"
     if dataset == "electricity":
         bunch = load_electricity_demand()
@@ -279,8 +377,14 @@ def _load_series(args):
     else:
         bunch = load_exchange_rates(dataset[3:].upper())
         values, times, units = bunch.data, bunch.dates, ""
-    where = [f"position {i}" for i in range(values.shape[0])]
+    values, times = values[:n], times if times is None else times[:n]
+    where = _Where("position", np.arange(values.shape[0]))
     return values, times, dataset, _DATASETS[dataset], units, where
+
+
+# Scores are reported in the series' units squared (ResMSE) and to the fourth power
+# (ResVAR); beyond this magnitude the fourth powers of the errors leave float64.
+_MAX_MAGNITUDE = 1e75
 
 
 def _check_series(values, name, where, *, args, transform):
@@ -293,18 +397,133 @@ def _check_series(values, name, where, *, args, transform):
         raise CLIError(f"series {name!r} has {int(bad.sum())} missing, NaN or infinite "
                        f"value(s), the first ({kind}) at {where[first]}; fill or drop "
                        "them before forecasting")
+    big = np.abs(values) > _MAX_MAGNITUDE
+    if big.any():
+        first = int(np.argmax(big))
+        raise CLIError(
+            f"series {name!r} has values beyond {_MAX_MAGNITUDE:.0e} in magnitude (the "
+            f"first, {values[first]:.6g}, at {where[first]}): the scores, in the series' "
+            "units squared and to the fourth power, would overflow float64; divide the "
+            "column by a power of ten before forecasting")
     if transform == "logdiff" and np.any(values <= 0):
         raise CLIError(f"series {name!r} has values <= 0; --transform logdiff needs "
                        "positive values")
-    window = args.window_size if args.model not in ("orfit", "ewrls") else 0
+    # the first --window-size steps are not scored, for every model: a windowed model
+    # fills its window there, the others (orfit, ewrls) warm up
+    window = args.window_size
     need = ex.min_series_length(n_lags=args.n_lags, window_size=window, transform=transform)
     if values.shape[0] < need:
+        role = ("" if args.model not in ("orfit", "ewrls")
+                else f" (--model {args.model}: the unscored warm-up)")
         raise CLIError(
             f"series {name!r} has {values.shape[0]} values; with --n-lags {args.n_lags}"
-            + (f" and --window-size {window}" if window else "")
-            + f" the forecast needs at least {need}"
+            f" and --window-size {window}{role} the forecast needs at least {need}"
             + (" (one more for differencing)" if transform != "none" else "")
         )
+
+
+# ------------------------------------------------------------------ memory estimate
+def _available_memory():
+    """Bytes of memory this process may still use (``None`` when unknown).
+
+    psutil's "available" when installed, else ``MemAvailable`` of ``/proc/meminfo``,
+    else the physical memory (``sysconf``); capped by a cgroup v2 limit if one is set.
+    """
+    found = None
+    try:
+        import psutil
+    except ImportError:
+        try:
+            with open("/proc/meminfo", encoding="ascii") as fh:
+                for line in fh:
+                    if line.startswith("MemAvailable:"):
+                        found = int(line.split()[1]) * 1024
+                        break
+        except (OSError, ValueError, IndexError):
+            pass
+        if found is None:
+            try:
+                found = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+            except (AttributeError, ValueError, OSError):
+                pass
+    else:
+        found = int(psutil.virtual_memory().available)
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as fh:
+            limit = fh.read().strip()
+        if limit.isdigit():
+            found = int(limit) if found is None else min(found, int(limit))
+    except OSError:
+        pass
+    return found if found and found > 0 else None
+
+
+def _memory_terms(args, n_components, n_values):
+    """The large arrays of a forecast run: ``[(bytes, what, options), ...]``.
+
+    Counts (8-byte floats) from the models' state and their per-chunk work arrays, each
+    rounded up (copies made by the solvers included), so that the estimate is of the
+    right order without running anything. Python integers: no overflow.
+    """
+    D, N, L = n_components, args.window_size, args.n_lags
+    c = min(args.chunk_size, max(n_values, 1))
+    rows = max(n_values - L, 0)
+    terms = [(8 * rows * (L + 4), "the lagged rows", "--n-lags")]
+    model = args.model
+    if model in ("abo", "orfit", "ewrls", "ensemble"):
+        terms.append((8 * D * (L + 1), "the random features' frequencies",
+                      "--n-components"))
+        terms.append((8 * 4 * c * D, "the features of one chunk",
+                      "--n-components and --chunk-size"))
+    if model in ("abo", "ensemble"):
+        terms.append((8 * 3 * N * D, "the window of feature rows",
+                      "--window-size and --n-components"))
+        terms.append((8 * 3 * (min(N, D) + c) ** 2, "the window's factorisation",
+                      "--window-size" if N <= D else "--n-components"))
+    elif model == "orfit":
+        terms.append((8 * 3 * (args.memory_size + 1) * D, "the ORFit memory",
+                      "--memory-size and --n-components"))
+    elif model == "ewrls":
+        terms.append((8 * 3 * D * D, "the D × D inverse Gram matrix", "--n-components"))
+    elif model == "sw-krls":
+        terms.append((8 * 4 * (N + c) ** 2, "the window's kernel matrices",
+                      "--window-size"))
+        terms.append((8 * 2 * N * L, "the window of lagged rows",
+                      "--window-size and --n-lags"))
+    else:  # qrd-rls
+        terms.append((8 * 2 * N * L, "the window of lagged rows",
+                      "--window-size and --n-lags"))
+        terms.append((8 * 4 * L * L, "the triangular factor", "--n-lags"))
+    return terms
+
+
+def _bytes(n):
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024 or unit == "EiB":
+            return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} EiB"  # pragma: no cover
+
+
+def _check_memory(args, n_components, n_values):
+    """Refuse a run whose arrays cannot fit in the available memory (before any)."""
+    available = _available_memory()
+    if available is None:
+        return
+    terms = _memory_terms(args, n_components, n_values)
+    total = sum(t[0] for t in terms)
+    if total <= available:
+        return
+    size, what, options = max(terms)
+    values = {"--n-components": n_components, "--window-size": args.window_size,
+              "--n-lags": args.n_lags, "--chunk-size": args.chunk_size,
+              "--memory-size": args.memory_size}
+    named = " and ".join(f"{o} {values[o]}" for o in options.split(" and "))
+    raise CLIError(
+        f"--model {args.model} with {named} needs about {_bytes(total)} of memory "
+        f"({what}: {_bytes(size)}), more than the {_bytes(available)} available; "
+        f"reduce {options.replace(' and ', ' or ')}"
+    )
 
 
 # ----------------------------------------------------------------------- commands
@@ -331,17 +550,78 @@ def _fmt(x):
     return f"{x:.6g}" if np.isfinite(x) else str(x)
 
 
+# ----------------------------------------------------------------------- output files
+def _check_output_dir(path):
+    """Create ``--output-dir`` and prove it writable (a probe file, removed at once).
+
+    Called before any computation, so an unwritable directory costs nothing.
+    """
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as exc:
+        raise CLIError(f"cannot create --output-dir {path}: {exc.strerror or exc}"
+                       ) from None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".sklearn-orfit-probe-", dir=path)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        raise CLIError(f"--output-dir {path} is not writable: {exc.strerror or exc}"
+                       ) from None
+
+
+@contextlib.contextmanager
+def _replacing(path):
+    """Yield a temporary path next to ``path``; on success, move it onto ``path``.
+
+    The file appears whole or not at all: an interruption (KeyboardInterrupt, a full
+    disk, an error while writing) removes the temporary file and leaves an existing
+    ``path`` as it was; so does a block that writes nothing (no matplotlib). The
+    temporary name keeps the extension (matplotlib infers the format from it) and the
+    file gets the usual permissions (``0o666`` less the umask).
+    """
+    folder, base = os.path.split(os.path.abspath(path))
+    root, ext = os.path.splitext(base)
+    fd, tmp = tempfile.mkstemp(prefix=f".{root}.", suffix=f".partial{ext}", dir=folder)
+    os.close(fd)
+    try:
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        yield tmp
+        if os.path.getsize(tmp) == 0:  # nothing was written (no matplotlib): no file
+            os.remove(tmp)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
+def _write_predictions(path, problem, result, times):
+    with _replacing(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["position", "time", "actual", "forecast", "error", "scored"])
+        for i, pos in enumerate(problem.index):
+            writer.writerow([
+                int(pos), "" if times is None else str(times[pos]),
+                repr(float(result.actual[i])), repr(float(result.forecast[i])),
+                repr(float(result.actual[i] - result.forecast[i])), int(result.scored[i]),
+            ])
+
+
 def _forecast(args, out):
     values, times, name, description, units, where = _load_series(args)
-    if args.n_rows is not None:
-        values, where = values[: args.n_rows], where[: args.n_rows]
-        times = None if times is None else times[: args.n_rows]
     transform = args.transform
     if transform == "auto":
         transform = _DEFAULT_TRANSFORM.get(name, "logdiff" if name.startswith("eur")
                                            and args.csv is None else "none")
     _check_series(values, name, where, args=args, transform=transform)
     n_components = args.n_components or _DEFAULT_D.get(args.model, 4096)
+    _check_memory(args, n_components, values.shape[0])
+    if not args.no_save:
+        _check_output_dir(args.output_dir)
     model = ex.make_forecast_model(
         args.model, n_components=n_components, sigma=args.sigma,
         window_size=args.window_size, forgetting_factor=args.forgetting_factor,
@@ -350,17 +630,20 @@ def _forecast(args, out):
         n_partitions=args.n_partitions, n_jobs=args.n_jobs,
         random_state=args.random_state,
     )
-    problem = ex.make_forecast_problem(values, n_lags=args.n_lags, transform=transform)
-    skip = min(args.window_size, problem.y.shape[0] - 2)
-    modelled = {"none": "values", "diff": "first differences",
-                "logdiff": "log returns"}[transform]
-    print(f"{PROG} forecast: {name} — {description}; {values.shape[0]} values", file=out)
-    print(f"model: {args.model} = {_model_description(args, n_components)}", file=out)
-    print(f"rows: {modelled}, standardised with past mean/std, {args.n_lags} lags → "
-          f"{problem.y.shape[0]} predict-then-update steps (first {skip} not scored)",
-          file=out)
+    # warnings (numpy's RuntimeWarnings included) are counted and summarised in one
+    # note, never printed raw
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
+        problem = ex.make_forecast_problem(values, n_lags=args.n_lags, transform=transform)
+        skip = min(args.window_size, problem.y.shape[0] - 2)
+        modelled = {"none": "values", "diff": "first differences",
+                    "logdiff": "log returns"}[transform]
+        print(f"{PROG} forecast: {name} — {description}; {values.shape[0]} values",
+              file=out)
+        print(f"model: {args.model} = {_model_description(args, n_components)}", file=out)
+        print(f"rows: {modelled}, standardised with past mean/std, {args.n_lags} lags → "
+              f"{problem.y.shape[0]} predict-then-update steps (first {skip} not scored)",
+              file=out)
         result = ex.run_forecast(model, problem, skip=skip, chunk_size=args.chunk_size,
                                  quiet=args.quiet, desc=f"{args.model} on {name}")
     u2, u4 = (f" ({units}²)", f" ({units}⁴)") if units else ("", "")
@@ -375,43 +658,38 @@ def _forecast(args, out):
     print(f"\ntime per update: {result.seconds_per_update * 1e6:.1f} µs "
           f"(features + predict + update; {problem.y.shape[0]} updates in "
           f"{result.seconds:.2f} s)", file=out)
-    if not np.all(np.isfinite(result.forecast)):
+    finite_forecasts = np.all(np.isfinite(result.forecast))
+    if not finite_forecasts:
         print(f"note: {int(np.sum(~np.isfinite(result.forecast)))} forecasts are not "
               "finite: the model diverged on this stream", file=out)
+    scores = (result.res_mse, result.res_var, result.res_mse_std, result.res_var_std)
+    if finite_forecasts and not all(np.isfinite(x) for x in scores):
+        print("note: some scores overflow float64 (inf/nan above): the forecasts are far "
+              "from the series (the model diverged on this stream)", file=out)
     if caught:
         first = str(caught[0].message).splitlines()[0]
         print(f"note: {len(caught)} warning(s) during the run; first: "
               f"{caught[0].category.__name__}: {first}", file=out)
     if args.no_save:
         return 0
-    try:
-        os.makedirs(args.output_dir, exist_ok=True)
-    except OSError as exc:
-        raise CLIError(f"cannot create --output-dir {args.output_dir}: "
-                       f"{exc.strerror or exc}") from None
     safe = "".join(c if c.isalnum() or c in "-." else "_" for c in name)
     stem = f"forecast_{safe}_{args.model}"
     csv_path = os.path.join(args.output_dir, stem + ".csv")
-    with open(csv_path, "w", newline="", encoding="utf-8") as fh:
-        writer = csv.writer(fh)
-        writer.writerow(["position", "time", "actual", "forecast", "error", "scored"])
-        for i, pos in enumerate(problem.index):
-            writer.writerow([
-                int(pos), "" if times is None else str(times[pos]),
-                repr(float(result.actual[i])), repr(float(result.forecast[i])),
-                repr(float(result.actual[i] - result.forecast[i])), int(result.scored[i]),
-            ])
+    _write_predictions(csv_path, problem, result, times)
     print(f"predictions: {csv_path}", file=out)
     if args.no_plot:
         return 0
-    png_path = ex.plot_forecast(
-        result, os.path.join(args.output_dir, stem + ".png"),
-        title=f"{description}\n{args.model}, one step ahead, last {args.plot_last} values "
-              f"(ResMSE {result.res_mse:.4g}; persistence {result.persistence_mse:.4g})",
-        times=None if times is None else times[problem.index],
-        rolling=args.rolling, last=args.plot_last, units=units,
-    )
-    print(f"figure: {png_path}" if png_path else
+    png_path = os.path.join(args.output_dir, stem + ".png")
+    with _replacing(png_path) as tmp:
+        drawn = ex.plot_forecast(
+            result, tmp,
+            title=f"{description}\n{args.model}, one step ahead, last {args.plot_last} "
+                  f"values (ResMSE {result.res_mse:.4g}; persistence "
+                  f"{result.persistence_mse:.4g})",
+            times=None if times is None else times[problem.index],
+            rolling=args.rolling, last=args.plot_last, units=units,
+        )
+    print(f"figure: {png_path}" if drawn else
           "figure: not drawn (matplotlib is not installed)", file=out)
     return 0
 
@@ -450,6 +728,8 @@ def _double_descent(args, out):
     max_log2 = args.max_log2_d or (11 if args.quick else 14)
     window = 20
     dims = sorted({2**k for k in range(1, max_log2 + 1)} | {window})
+    if not args.no_plot:
+        _check_output_dir(args.output_dir)
     ctx, describe = ex.blas_threads(args.threads)
     with ctx:
         print(f"# {_machine(describe)}", file=out)
@@ -468,20 +748,69 @@ def _double_descent(args, out):
         print(f"λ identity for D > N: max relative |ŷ(λ=1) − ŷ(λ=0.9)| = {identity:.2e}",
               file=out)
     if not args.no_plot:
-        try:
-            os.makedirs(args.output_dir, exist_ok=True)
-        except OSError as exc:
-            raise CLIError(f"cannot create --output-dir {args.output_dir}: "
-                           f"{exc.strerror or exc}") from None
         name = "double_descent_quick.png" if args.quick else "double_descent.png"
-        path = ex.plot_double_descent(rows, os.path.join(args.output_dir, name),
-                                      window_size=window)
-        print(f"figure: {path}" if path else
+        path = os.path.join(args.output_dir, name)
+        with _replacing(path) as tmp:
+            drawn = ex.plot_double_descent(rows, tmp, window_size=window)
+        print(f"figure: {path}" if drawn else
               "figure: not drawn (matplotlib is not installed)", file=out)
     return 0
 
 
 _RUN = {"forecast": _forecast, "benchmark": _benchmark, "double-descent": _double_descent}
+
+
+# ASCII spellings of the non-ASCII characters the command prints, for terminals and
+# redirections whose encoding lacks them (cp1252, latin-1, ascii)
+_ASCII = {
+    "σ": "sigma", "λ": "lambda", "α": "alpha", "δ": "delta", "κ": "kappa", "µ": "u",
+    "μ": "u", "ŷ": "y_hat", "—": "-", "–": "-", "−": "-", "→": "->", "×": "x",
+    "²": "^2", "⁴": "^4", "…": "...", "≤": "<=", "≥": ">=", "·": "*", "±": "+/-",
+}
+_ENCODE_ERRORS = "sklearn_orfit.ascii"
+
+
+def _ascii_fallback(exc):
+    """Codec error handler: σ → sigma, λ → lambda, ...; anything else backslash-escaped."""
+    if not isinstance(exc, UnicodeEncodeError):
+        raise exc
+    text = exc.object[exc.start:exc.end]
+    return "".join(_ASCII.get(ch) or ch.encode("ascii", "backslashreplace").decode()
+                   for ch in text), exc.end
+
+
+codecs.register_error(_ENCODE_ERRORS, _ascii_fallback)
+
+
+@contextlib.contextmanager
+def _printable_streams():
+    """Let stdout degrade to ASCII instead of failing to encode.
+
+    ``PYTHONIOENCODING=cp1252`` (a Windows console redirected with ``>``), ``ascii`` or
+    ``latin-1`` cannot encode σ, λ or →; stdout gets an error handler that spells them
+    in ASCII for the duration of the command (restored afterwards). stderr keeps
+    Python's ``backslashreplace``, which never fails and shows user-typed text (a column
+    name in an error message) exactly.
+    """
+    changed = []
+    for stream in (sys.stdout,):  # stderr already backslash-escapes (Python's default)
+        encoding = getattr(stream, "encoding", None)
+        if not encoding or not hasattr(stream, "reconfigure"):
+            continue
+        try:
+            if codecs.lookup(encoding).name.startswith("utf"):
+                continue
+            previous = stream.errors
+            stream.reconfigure(errors=_ENCODE_ERRORS)
+        except (LookupError, ValueError, OSError, AttributeError):
+            continue
+        changed.append((stream, previous))
+    try:
+        yield
+    finally:
+        for stream, previous in changed:
+            with contextlib.suppress(ValueError, OSError):
+                stream.reconfigure(errors=previous)
 
 
 def main(argv=None):
@@ -490,6 +819,11 @@ def main(argv=None):
     Exit status: 0 on success, 2 for bad input (one-line message on stderr), 1 for an
     unexpected failure, 130 when interrupted.
     """
+    with _printable_streams():
+        return _main(argv)
+
+
+def _main(argv):
     argv = list(sys.argv[1:] if argv is None else argv)
     # no subcommand (or only options): forecast
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
@@ -503,6 +837,13 @@ def main(argv=None):
     except KeyboardInterrupt:
         _error("interrupted")
         return 130
+    except MemoryError as exc:  # numpy's says what it failed to allocate; plain ones don't
+        if os.environ.get("SKLEARN_ORFIT_TRACEBACK"):
+            raise
+        detail = f" ({exc})" if str(exc) else ""
+        _error(f"out of memory{detail}; try --n-rows, or a smaller --n-components, "
+               "--window-size or --chunk-size")
+        return 1
     except (ValueError, OSError) as exc:  # raised by the library on input it rejects
         _error(str(exc) or type(exc).__name__)
         return 2
