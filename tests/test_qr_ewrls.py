@@ -554,3 +554,11 @@ def test_weights_beyond_the_cutoff_follow_lstsq(N, D, lam, kind, solver):
     y_pred = reg.prequential_predict(Z, y)
     assert_matches_oracle(y_pred, o_pred, kappa, solver)
     reg.partial_fit(Z[:5], y[:5])  # the stream goes on
+    # the single-observation path (its own condition check) on the same windows
+    one = QREWRLSRegressor(N, forgetting_factor=lam, solver=solver).fit(Z[:1], y[:1])
+    preds = [0.0, float(one.predict_one(Z[1]))]
+    for t in range(1, Z.shape[0] - 1):
+        one.learn_one(Z[t], y[t])
+        preds.append(float(one.predict_one(Z[t + 1])))
+    preds[0] = o_pred[0, 0]
+    assert_matches_oracle(np.array(preds), o_pred, kappa, solver)
