@@ -582,7 +582,8 @@ def _replacing(path):
     """
     folder, base = os.path.split(os.path.abspath(path))
     root, ext = os.path.splitext(base)
-    fd, tmp = tempfile.mkstemp(prefix=f".{root}.", suffix=f".partial{ext}", dir=folder)
+    fd, tmp = tempfile.mkstemp(prefix=f".{root[:120]}.", suffix=f".partial{ext}",
+                               dir=folder)
     os.close(fd)
     try:
         umask = os.umask(0)
@@ -841,8 +842,8 @@ def _main(argv):
         if os.environ.get("SKLEARN_ORFIT_TRACEBACK"):
             raise
         detail = f" ({exc})" if str(exc) else ""
-        _error(f"out of memory{detail}; try --n-rows, or a smaller --n-components, "
-               "--window-size or --chunk-size")
+        _error(f"out of memory{detail}; make the problem smaller (--n-rows, "
+               "--n-components, --window-size, --chunk-size or --max-log2-d)")
         return 1
     except (ValueError, OSError) as exc:  # raised by the library on input it rejects
         _error(str(exc) or type(exc).__name__)
