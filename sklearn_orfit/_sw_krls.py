@@ -26,6 +26,17 @@ _MAX_DIFF_SIZE = 2**21
 # a few per cent of the O(N²) steps it bounds the rounding drift of.
 _REFACTOR_WINDOWS = 4
 _REFACTOR_MIN_ROWS = 256
+_EPS = np.finfo(np.float64).eps
+# Length scales for which ‖a − b‖² / (2 s²) is computed directly: a squared distance
+# that overflows (underflows) then means a kernel value of exactly 0 (1) anyway.
+_SAFE_LENGTH_SCALE = (2.0**-250, 2.0**250)
+# Largest squared norm (in length scales) of a centred row for which the Gram-matrix
+# formula of the squared distances is used: its rounding error, ≈ 4ε times that, is
+# below 1e-11 in the exponent of the kernel; beyond it the distances are taken directly.
+_GRAM_MAX_SQ_NORM = 1e4
+# Targets beyond this size may overflow the dual coefficients (≤ N‖y‖/α): the call then
+# keeps a copy of the inverse, to be undone exactly if it does.
+_LARGE_TARGET = 1e250
 
 
 class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
@@ -53,7 +64,10 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     alpha : float, default=1e-2
         Ridge ``α > 0`` added to the kernel matrix's diagonal. It keeps ``K + αI``
         invertible (repeated inputs) and the recursion well conditioned
-        (``κ(K + αI) ≤ 1 + N/α``).
+        (``κ(K + αI) ≤ 1 + N/α``). It must be at least ``window_size · eps`` (about
+        ``2.2e-16 · N``, the rounding level of ``K``): a smaller value raises
+        ``ValueError`` when the stream starts. See the Notes for the accuracy with
+        repeated rows.
 
     Attributes
     ----------
@@ -98,14 +112,30 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     ``O(N² + N·d)`` whatever the number of rows in a call.
 
     The Schur complements ``[(K + αI)⁻¹]_oo`` (downdate) and ``1 + α − kᵀ(K + αI)⁻¹k``
-    (growth) are positive in exact arithmetic; if rounding makes one non-positive, the
-    window's inverse is recomputed by a Cholesky factorisation. Rounding errors of the
+    (growth) are at least ``1/(N + α)`` and ``α`` in exact arithmetic; if rounding
+    takes one below half of that bound, the window's inverse is recomputed by a
+    Cholesky factorisation. Rounding errors of the
     recursion accumulate slowly, at a rate set by ``κ(K + αI)``; they are bounded by
     recomputing the inverse from the window every ``max(4N, 256)`` rows
     (``O(N³ + N²·d)``, i.e. ``O(N² + N·d)`` amortised per row). The recursion is
     sequential, so :meth:`prequential_predict` is a loop over rows (validation is done
     once per call, kernel evaluations once per block of rows). There is no intercept:
     centre ``y``.
+
+    **Hostile inputs.** The kernel is computed without overflow at every scale: a
+    distance whose square overflows is infinite (kernel 0), and a length scale beyond
+    ``2^±250`` divides the differences before they are squared, so ``length_scale=1e300``
+    gives the all-ones kernel (a rank-one ``K`` that ``α`` regularises) and
+    ``1e-300`` the identity; ``X → cX`` with ``length_scale → c·length_scale`` gives the
+    same model. Rows repeated with *different* targets make ``K`` singular: the dual
+    coefficients are then about ``|Δy|/α`` and the predictions' relative error grows
+    roughly like ``N·ε/α²`` (measured: ``1e-4`` for ``N = 20``, ``α = 1e-6``, and
+    ``O(1)`` below ``α ≈ 1e-8``; bounded, never NaN). Dual coefficients beyond
+    the float64 range (huge targets with a small ``α``) raise ``ValueError`` and change
+    nothing. ``window_size``, ``length_scale`` and ``alpha`` are those the stream
+    started with: changing one by ``set_params`` before the next :meth:`partial_fit`,
+    :meth:`prequential_predict` or :meth:`predict` raises ``ValueError`` (call
+    :meth:`fit` to start a stream with the new values).
 
     The update works in place, so a failing call is undone as follows: input errors are
     detected before any state is touched (the estimator is unchanged, bit for bit); an
@@ -172,6 +202,7 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     @property
     def n_window_(self):
         check_is_fitted(self)
+        self._check_stream_params()
         return int(min(self.n_samples_seen_, self.window_size))
 
     @property
@@ -214,6 +245,10 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     def _partial_fit(self, X, y, *, predict, reset):
         with rollback_on_error(self):
             reset = reset or not hasattr(self, "n_samples_seen_")
+            if reset:
+                self._check_alpha()
+            else:
+                self._check_stream_params()
             X, Y, y_ndim = validate_stream(self, X, y, reset=reset)
             if reset:
                 self._init_state(X.shape[1], Y.shape[1], y_ndim)
@@ -236,8 +271,38 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         self._Kinv = np.zeros((N, N), order="F")
         self._dual = np.zeros((N, n_targets))
         self._pos = 0
+        self._stream_params = self._params()
         self.n_samples_seen_ = 0
         self.n_refactorizations_ = 0
+
+    _STREAM_PARAMS = ("window_size", "length_scale", "alpha")
+
+    def _params(self):
+        return (self.window_size, self.length_scale, self.alpha)
+
+    def _check_stream_params(self):
+        """The window's inverse was built with the parameters the stream started with."""
+        saved = self.__dict__.get("_stream_params")
+        if saved is None or saved == self._params():
+            return  # (None: a state pickled before the parameters were recorded)
+        changed = [k for k, a, b in zip(self._STREAM_PARAMS, self._params(), saved) if a != b]
+        raise ValueError(
+            f"{', '.join(changed)} changed (set_params) since this stream started; the "
+            "window's state was built with the previous values. Call fit to start a new "
+            "stream with the new parameters."
+        )
+
+    def _check_alpha(self):
+        """``α ≥ Nε``: below it ``κ(K + αI) = 1 + N/α`` can exceed ``1/ε``."""
+        floor = self.window_size * _EPS
+        if self.alpha < floor:
+            raise ValueError(
+                f"alpha={self.alpha!r} is below window_size · eps = {floor:.3g}, the "
+                "rounding level of the window's kernel matrix: with repeated (or "
+                "nearly repeated) rows K + αI is singular in float64 and its inverse "
+                f"would be rounding noise. Use alpha >= {floor:.3g} (and well above it, "
+                "e.g. 1e-6, if rows may repeat with different targets)."
+            )
 
     def _learn(self, X, Y, *, predict):
         N, alpha, s2 = self.window_size, float(self.alpha), float(self.length_scale)
@@ -252,38 +317,55 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         Y_pred = np.empty_like(Y) if predict else None
         # blocks of at most N rows, so that no slot is written twice within a block
         step = max(1, min(N, _MAX_DIFF_SIZE // (N * X.shape[1])))
+        # dual coefficients can overflow only with huge targets: then a copy of the
+        # inverse makes the undo exact
+        large = max(np.abs(Y).max(initial=0.0), np.abs(Yr).max(initial=0.0)) > _LARGE_TARGET
+        saved_inverse = Kinv.copy(order="F") if large else None
         try:
-            for start in range(0, X.shape[0], step):
-                stop = min(start + step, X.shape[0])
-                # kernel of the block's rows with the ring as it stands (0 for empty
-                # slots) and with each other
-                K_ring = _gaussian_kernel(X[start:stop, None, :], Xr[None, :, :], s2)
-                K_ring[:, min(n_seen, N) :] = 0.0
-                K_blk = _gaussian_kernel(X[start:stop, None, :], X[None, start:stop, :], s2)
-                written = (pos + np.arange(stop - start)) % N
-                for j in range(stop - start):
-                    t, s = start + j, pos
-                    # k_i = κ(x_t, row in slot i): the block's earlier rows replaced slots
-                    k = K_ring[j].copy()
-                    k[written[:j]] = K_blk[j, :j]
-                    if predict:
-                        # ŷ = kᵀ (K + αI)⁻¹ y = kᵀ a
-                        Y_pred[t] = k @ dual
-                    ok = _replace_slot(Kinv, dual, Yr, k=k, y_new=Y[t], slot=s, alpha=alpha,
-                                       full=n_seen >= N)
-                    Xr[s] = X[t]
-                    if not ok:
-                        Yr[s] = Y[t]
-                    pos = (s + 1) % N
-                    n_seen += 1
-                    if not ok or n_seen % period == 0:
-                        # a Schur complement rounded to non-positive, or the scheduled
-                        # recomputation that bounds the drift: (K + αI)⁻¹ from the window
-                        Kinv, dual = _inverse_kernel(Xr, Yr, n_window=min(n_seen, N),
-                                                     length_scale=s2, alpha=alpha)
-                        n_ref += not ok
+            # an overflow is detected below and reported as an error
+            with np.errstate(over="ignore", invalid="ignore"):
+                for start in range(0, X.shape[0], step):
+                    stop = min(start + step, X.shape[0])
+                    # kernel of the block's rows with the ring as it stands (0 for empty
+                    # slots) and with each other
+                    K_ring = _gaussian_kernel(X[start:stop, None, :], Xr[None, :, :], s2)
+                    K_ring[:, min(n_seen, N) :] = 0.0
+                    K_blk = _gaussian_kernel(X[start:stop, None, :], X[None, start:stop, :],
+                                             s2)
+                    written = (pos + np.arange(stop - start)) % N
+                    for j in range(stop - start):
+                        t, s = start + j, pos
+                        # k_i = κ(x_t, row in slot i): the block's earlier rows replaced
+                        # slots
+                        k = K_ring[j].copy()
+                        k[written[:j]] = K_blk[j, :j]
+                        if predict:
+                            # ŷ = kᵀ (K + αI)⁻¹ y = kᵀ a
+                            Y_pred[t] = k @ dual
+                        ok = _replace_slot(Kinv, dual, Yr, k=k, y_new=Y[t], slot=s,
+                                           alpha=alpha, full=n_seen >= N)
+                        Xr[s] = X[t]
+                        if not ok:
+                            Yr[s] = Y[t]
+                        pos = (s + 1) % N
+                        n_seen += 1
+                        if not ok or n_seen % period == 0:
+                            # a Schur complement rounded below its exact lower bound, or
+                            # the scheduled recomputation that bounds the drift:
+                            # (K + αI)⁻¹ from the window
+                            Kinv, dual = _inverse_kernel(Xr, Yr, n_window=min(n_seen, N),
+                                                         length_scale=s2, alpha=alpha)
+                            n_ref += not ok
+            if not (np.isfinite(dual).all() and (Y_pred is None or np.isfinite(Y_pred).all())):
+                raise ValueError(
+                    "the dual coefficients (K + αI)⁻¹y overflowed: the targets are too "
+                    "large for this alpha (|dual| ≤ N·|y|/α); rescale y or increase alpha."
+                )
         except BaseException:
-            self._restore_inverse()
+            if saved_inverse is not None:
+                self._Kinv[...] = saved_inverse  # the array the state holds, in place
+            else:
+                self._restore_inverse()
             raise
         self._X, self._Y, self._Kinv, self._dual, self._pos = Xr, Yr, Kinv, dual, pos
         self.n_samples_seen_, self.n_refactorizations_ = n_seen, n_ref
@@ -306,9 +388,19 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
 
 
 def _gaussian_kernel(A, B, length_scale):
-    """``exp(−‖a − b‖² / (2 s²))`` along the last axis, broadcasting ``A`` against ``B``."""
-    diff = A - B
-    return np.exp(np.einsum("...k,...k->...", diff, diff) / (-2.0 * length_scale**2))
+    """``exp(−‖a − b‖² / (2 s²))`` along the last axis, broadcasting ``A`` against ``B``.
+
+    Safe at every scale: a difference or squared distance that overflows is an infinite
+    distance (kernel 0, its value to working precision), and outside
+    ``_SAFE_LENGTH_SCALE`` the differences are divided by ``s`` before squaring (so
+    neither ``s²`` nor ``‖a − b‖²`` can overflow or underflow needlessly).
+    """
+    with np.errstate(over="ignore", under="ignore"):
+        diff = A - B
+        if _SAFE_LENGTH_SCALE[0] <= length_scale <= _SAFE_LENGTH_SCALE[1]:
+            return np.exp(np.einsum("...k,...k->...", diff, diff) / (-2.0 * length_scale**2))
+        diff /= length_scale
+        return np.exp(-0.5 * np.einsum("...k,...k->...", diff, diff))
 
 
 def _symmetric(U):
@@ -332,7 +424,9 @@ def _replace_slot(Kinv, dual, Yr, *, k, y_new, slot, alpha, full):
         # Schur complement, positive in exact arithmetic
         f = np.concatenate((Kinv[: s + 1, s], Kinv[s, s + 1 :]))
         e = float(f[s])
-        if not e > 0.0:
+        # e ≥ 1/λ_max(K + αI) ≥ 1/(N + α) in exact arithmetic: below half of that, the
+        # carried inverse is dominated by rounding
+        if not e > 0.5 / (Kinv.shape[0] + alpha):
             return False
     k[s] = 0.0
     # b = P₋ k with P₋ = P − f fᵀ/e the inverse without slot s (its row s is 0):
@@ -343,7 +437,9 @@ def _replace_slot(Kinv, dual, Yr, *, k, y_new, slot, alpha, full):
     b[s] = 0.0
     # growth's Schur complement g = κ(x, x) + α − kᵀb = 1 + α − kᵀb
     g = 1.0 + alpha - float(k @ b)
-    if not g > 0.0:
+    # g ≥ α in exact arithmetic (K is positive semi-definite): below half of that, it is
+    # dominated by rounding
+    if not g > 0.5 * alpha:
         return False
     # the bordered inverse with the new row in slot s,
     #   P₊ = P₋ + (b − e_s)(b − e_s)ᵀ/g = P + p pᵀ − q qᵀ,
@@ -376,21 +472,42 @@ def _replace_slot(Kinv, dual, Yr, *, k, y_new, slot, alpha, full):
 def _kernel_matrix(W, *, length_scale, alpha):
     """``K + αI`` of the rows ``W``, as a new Fortran-ordered array.
 
-    The squared distances come from the Gram matrix of the centred rows,
-    ``‖a − b‖² = ‖a‖² + ‖b‖² − 2aᵀb`` (one matrix product instead of an ``n×n×d``
-    difference array), clipped at 0; the diagonal is set to ``κ(x, x) + α = 1 + α``.
+    The squared distances come from the Gram matrix of the centred rows ``z`` in units
+    of the length scale, ``‖a − b‖² = ‖a‖² + ‖b‖² − 2aᵀb`` (one matrix product instead of
+    an ``n×n×d`` difference array), clipped at 0, when that is accurate: its rounding
+    error is about ``4ε·max‖z‖²``, so it is used while ``max‖z‖² ≤ 1e4``; otherwise
+    (rows far apart in length scales, or beyond the float64 range when squared) the
+    distances are taken directly, in blocks. The diagonal is ``κ(x, x) + α = 1 + α``.
     """
     n = W.shape[0]
-    Wc = W - W.mean(axis=0)
-    sq_norms = np.einsum("ij,ij->i", Wc, Wc)
+    # centred in units of a power of two 2^k ≥ max|W| (exact), then of the length scale
+    k = math.frexp(float(np.abs(W).max(initial=0.0)))[1]
+    Ws = np.ldexp(W, -k)
+    with np.errstate(over="ignore", under="ignore"):
+        Z = np.ldexp(Ws - Ws.mean(axis=0), k)
+        if _SAFE_LENGTH_SCALE[0] <= length_scale <= _SAFE_LENGTH_SCALE[1]:
+            factor = -1.0 / (2.0 * length_scale**2)  # applied to the squared distances
+        else:
+            Z /= length_scale
+            factor = -0.5
+        sq_norms = np.einsum("ij,ij->i", Z, Z)
     A = np.empty((n, n), order="F")
-    np.matmul(Wc, Wc.T, out=A)
-    A *= -2.0
-    A += sq_norms[:, None]
-    A += sq_norms[None, :]
-    np.maximum(A, 0.0, out=A)
-    A *= -1.0 / (2.0 * length_scale**2)
-    np.exp(A, out=A)
+    if np.isfinite(sq_norms).all() and (
+        sq_norms.max(initial=0.0) * -2.0 * factor <= _GRAM_MAX_SQ_NORM
+    ):
+        np.matmul(Z, Z.T, out=A)
+        A *= -2.0
+        A += sq_norms[:, None]
+        A += sq_norms[None, :]
+        np.maximum(A, 0.0, out=A)
+        A *= factor
+        np.exp(A, out=A)
+    else:
+        step = max(1, _MAX_DIFF_SIZE // max(1, n * W.shape[1]))
+        for start in range(0, n, step):
+            rows = W[start : start + step]
+            A[start : start + step] = _gaussian_kernel(rows[:, None, :], W[None, :, :],
+                                                       length_scale)
     A.flat[:: n + 1] = 1.0 + alpha
     return A
 

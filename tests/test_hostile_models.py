@@ -25,6 +25,7 @@ from sklearn_orfit import (
     ORFitRegressor,
     QREWRLSRegressor,
     RecursiveStandardScaler,
+    SlidingWindowKRLSRegressor,
     make_streaming_pipeline,
     prequential_predict,
 )
@@ -377,3 +378,116 @@ def test_lag_set_params_mid_stream_is_refused(param, value):
     assert_array_equal(lags.fit(X[:1]).transform(X[1:5]),
                        LagTransformer(**params).fit(X[:1]).transform(X[1:5]))
     assert_array_equal(lags.fit_transform(X), LagTransformer(**params).fit_transform(X))
+
+
+# ------------------------------------------------------------------------ SW-KRLS
+def _krr(W, y_win, Xq, *, length_scale, alpha):
+    """Kernel ridge on the window from scratch, distances in length scales."""
+    def kern(A, B):
+        D = (A[:, None, :] - B[None, :, :]) / length_scale
+        return np.exp(-0.5 * (D**2).sum(-1))
+    return kern(Xq, W) @ np.linalg.solve(kern(W, W) + alpha * np.eye(len(W)), y_win)
+
+
+@pytest.mark.parametrize("length_scale", [1e300, 1e200, 1e-200, 1e-300])
+def test_sw_krls_extreme_length_scales(length_scale):
+    # 1e300 was a raw OverflowError (1/length_scale²), 1e-300 a ZeroDivisionError
+    X, y = _stream(40, 2, seed=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = SlidingWindowKRLSRegressor(10, length_scale=length_scale).fit(X, y)
+        y_pred = reg.predict(X[-12:])
+    if length_scale > 1:  # the all-ones kernel: every prediction the ridge mean
+        expected = np.full(12, y[-10:].sum() / (10 + reg.alpha))
+    else:  # the identity kernel: y/(1 + α) on the window, 0 elsewhere
+        expected = np.r_[0.0, 0.0, y[-10:] / (1 + reg.alpha)]
+    # the all-ones kernel is carried with κ(K + αI) = 1 + N/α = 1001: rtol 1e-9
+    assert_allclose(y_pred, expected, rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize("scale", SCALES + [1e160])
+def test_sw_krls_is_scale_equivariant(scale):
+    # X → cX with length_scale → c·length_scale is the same model (1e160 rows with a
+    # fixed length scale made the refactorised inverse NaN)
+    # (rounding of X·c and of the kernel, amplified by κ(K + αI) ≤ 1 + N/α = 2001 and
+    # 300 steps of the recursion: measured ≤ 5e-11)
+    X, y = _stream(300, 2, seed=7)
+    ref = SlidingWindowKRLSRegressor(20, length_scale=1.5, alpha=1e-2)
+    p_ref = ref.prequential_predict(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = SlidingWindowKRLSRegressor(20, length_scale=1.5 * scale, alpha=1e-2)
+        p = reg.prequential_predict(X * scale, y)
+        assert_allclose(p, p_ref, rtol=0, atol=1e-9)
+        assert_allclose(reg.predict(X[:5] * scale), ref.predict(X[:5]), rtol=0, atol=1e-9)
+
+
+def test_sw_krls_huge_rows_with_a_fixed_length_scale():
+    # rows 1e160 apart: the kernel is the identity; was NaN after the first refactorisation
+    X, y = _stream(300, 2, seed=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = SlidingWindowKRLSRegressor(10, alpha=1e-2).fit(X * 1e160, y)
+        y_pred = reg.predict(X[-10:] * 1e160)
+    assert_allclose(y_pred, y[-10:] / (1 + 1e-2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("alpha", [1e-300, 1e-20, 1e-16])
+def test_sw_krls_alpha_below_the_rounding_level_is_a_clear_error(alpha):
+    # with repeated rows the carried inverse went to ±1e284, then NaN
+    X, y = _stream(40, 2, seed=9)
+    reg = SlidingWindowKRLSRegressor(20, alpha=alpha)
+    for call in (lambda: reg.fit(X, y), lambda: reg.partial_fit(X, y),
+                 lambda: reg.prequential_predict(X, y)):
+        with pytest.raises(ValueError, match="alpha=.* is below window_size · eps"):
+            call()
+        assert not [k for k in vars(reg) if k.endswith("_")]
+
+
+@pytest.mark.parametrize("kind", ["pairs", "five rows", "constant"])
+def test_sw_krls_repeated_rows_at_the_smallest_alpha_stay_bounded(kind):
+    N = 20
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(200, 2))
+    if kind == "pairs":
+        X = np.repeat(X[:100], 2, axis=0)
+    elif kind == "five rows":
+        X = np.tile(X[:5], (40, 1))
+    else:
+        X = np.ones_like(X)
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = SlidingWindowKRLSRegressor(N, alpha=N * EPS)
+        y_pred = reg.prequential_predict(X, y)
+    assert np.isfinite(y_pred).all()
+    assert np.abs(y_pred).max() <= 100 * np.abs(y).max()
+
+
+def test_sw_krls_dual_overflow_is_a_clear_error_and_changes_nothing():
+    X, y = _stream(40, 2, seed=11)
+    reg = SlidingWindowKRLSRegressor(10, alpha=1e-10).fit(X[:20], y[:20] * 1e300)
+    before = _bytes(reg)
+    X_new = np.repeat(X[20:22], 2, axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="dual coefficients .* overflowed"):
+            reg.partial_fit(X_new, [1e308, -1e308, 1e308, -1e308])
+    assert _bytes(reg) == before
+
+
+@pytest.mark.parametrize("param, value", [("window_size", 5), ("window_size", 40),
+                                          ("length_scale", 3.0), ("alpha", 1.0)])
+def test_sw_krls_set_params_mid_stream_is_refused(param, value):
+    # window_size: predictions from a ring read with the wrong length; length_scale and
+    # alpha: silently mixed with an inverse built with the old values
+    X, y = _stream(60, 2, seed=12)
+    base = {"window_size": 20, "length_scale": 1.3, "alpha": 1e-2}
+    reg = SlidingWindowKRLSRegressor(**base).fit(X[:30], y[:30])
+    reg.set_params(**{param: value})
+    calls = _regressor_calls(X[30:], y[30:], predict=True) + [
+        lambda est: est.X_window_, lambda est: est.n_window_]
+    _assert_refused_then_fit_uses_it(
+        reg, lambda: SlidingWindowKRLSRegressor(**{**base, param: value}), param,
+        calls, (X, y),
+    )
