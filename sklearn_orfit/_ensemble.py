@@ -1,5 +1,7 @@
 """Feature-partition ensembles: one sub-model per block of random features (ABO §6.4)."""
 
+import copy
+import os
 from numbers import Integral
 
 import numpy as np
@@ -9,9 +11,11 @@ from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._pipeline import changed_stream_params, record_deep_params
 from ._prequential import prequential_predict as _prequential_predict
 from ._qr_ewrls import QREWRLSRegressor
 from ._rff import RandomFourierFeatures
+from ._stream import StreamLockMixin, stream_update, validate_stream
 
 __all__ = ["FeaturePartitionEnsemble"]
 
@@ -19,24 +23,111 @@ _MAX_SEED = np.iinfo(np.int32).max
 
 
 # ---------------------------------------------------------------------- worker tasks
-# Module-level functions, so that process backends can pickle them. Each returns the
-# (possibly) updated estimator: under a process backend the worker holds a copy, and
-# only what it returns reaches the parent.
-def _partial_fit_partition(*, transformer, estimator, X, y):
+# Module-level functions, so that process backends can pickle them. Each learns on a
+# private working copy of the partition's estimator and returns it; the ensemble commits
+# the returned estimators only when every partition succeeded (all-or-nothing).
+def _working_copy(estimator, *, copy_state, parent_pid):
+    """A private, writable version of ``estimator`` to learn on.
+
+    * ``copy_state`` False (the fresh estimators of a new stream): ``estimator`` itself.
+    * In the parent's process (sequential or thread backends): a deep copy, so that the
+      parent's estimator stays as it was until the ensemble commits.
+    * In another process (loky, multiprocessing, a cluster): ``estimator`` was unpickled
+      there and is already a private copy. joblib hands such workers arrays above its
+      ``max_nbytes`` threshold (1 MB) as read-only memory maps, as
+      ``joblib.load(mmap_mode="r")`` does, and the estimators write into their state:
+      the maps are replaced by plain copies, in place, before learning (which also lets
+      joblib delete its temporary files as soon as the task ends).
+    """
+    if not copy_state:
+        return estimator
+    if os.getpid() != parent_pid:
+        _make_private(estimator, set())
+        return estimator
+    work = copy.deepcopy(estimator)
+    _make_private(work, set())  # a copy of a memory map keeps the numpy.memmap class
+    return work
+
+
+def _private_array(a):
+    """``a`` as a plain, writable array that maps no file (copied only if needed)."""
+    if not a.flags.writeable or getattr(a, "_mmap", None) is not None:
+        return np.array(a)  # a plain copy (np.array drops the memmap class)
+    return a.view(np.ndarray) if isinstance(a, np.memmap) else a
+
+
+def _needs_private(a):
+    return isinstance(a, np.ndarray) and (isinstance(a, np.memmap) or not a.flags.writeable)
+
+
+def _make_private(obj, seen):
+    """Replace memory-mapped and read-only arrays in ``obj``'s state, in place.
+
+    Recurses through lists, dicts, tuples and the attributes of scikit-learn-style
+    objects (estimators, and the helper objects of this package and of scikit-learn).
+    """
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, dict):
+        container, keys = obj, list(obj)
+    elif isinstance(obj, list):
+        container, keys = obj, range(len(obj))
+    else:
+        container = getattr(obj, "__dict__", None)
+        if not isinstance(container, dict):
+            return
+        keys = list(container)
+    for key in keys:
+        value = container[key]
+        if _needs_private(value):
+            container[key] = _private_array(value)
+        elif isinstance(value, tuple):
+            if any(_needs_private(v) for v in value):
+                container[key] = value = tuple(
+                    _private_array(v) if _needs_private(v) else v for v in value
+                )
+            for v in value:
+                if _walkable(v):
+                    _make_private(v, seen)
+        elif _walkable(value):
+            _make_private(value, seen)
+
+
+def _walkable(value):
+    if isinstance(value, (dict, list)):
+        return True
+    if isinstance(value, (type, np.ndarray)):
+        return False
+    module = type(value).__module__ or ""
+    return isinstance(value, BaseEstimator) or module.split(".")[0] in (
+        "sklearn",
+        "sklearn_orfit",
+    )
+
+
+def _partial_fit_partition(*, transformer, estimator, X, y, copy_state, parent_pid):
     """Learn the chunk on one partition: ``estimator.partial_fit(block(X), y)``."""
-    estimator.partial_fit(transformer.transform(X), y)
-    return estimator
+    work = _working_copy(estimator, copy_state=copy_state, parent_pid=parent_pid)
+    work.partial_fit(transformer.transform(X), y)
+    return work
 
 
-def _prequential_partition(*, transformer, estimator, X, y):
+def _prequential_partition(*, transformer, estimator, X, y, copy_state, parent_pid):
     """Predict-then-update over the chunk on one partition, in one call."""
-    y_pred = _prequential_predict(estimator, transformer.transform(X), y)
-    return estimator, np.asarray(y_pred, dtype=np.float64)
+    work = _working_copy(estimator, copy_state=copy_state, parent_pid=parent_pid)
+    y_pred = _prequential_predict(work, transformer.transform(X), y)
+    return work, np.asarray(y_pred, dtype=np.float64)
 
 
 def _predict_partition(*, transformer, estimator, X):
     """Predictions of one partition (no learning)."""
     return np.asarray(estimator.predict(transformer.transform(X)), dtype=np.float64)
+
+
+def _may_change(key):
+    """The parameter that may change mid-stream: ``n_jobs``, read at every call."""
+    return key == "n_jobs"
 
 
 def _block_slices(n_components, n_partitions):
@@ -79,7 +170,7 @@ def _sub_map(*, features, columns, X_probe):
     return sub
 
 
-class FeaturePartitionEnsemble(RegressorMixin, BaseEstimator):
+class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
     """Average of streaming models, each fitted on one block of one random-feature draw.
 
     The feature map (default :class:`RandomFourierFeatures`) is drawn once, on the first
@@ -168,15 +259,34 @@ class FeaturePartitionEnsemble(RegressorMixin, BaseEstimator):
     instead of one; with ``P`` workers the latency is that of one partition. Each call
     sends one task per partition, the whole chunk at once (each worker maps the chunk
     with its block and runs its estimator's own vectorised ``prequential_predict`` or
-    ``partial_fit``). Under a process or cluster backend each task ships its
-    estimator's state (``O(N·D/P)`` numbers for :class:`QREWRLSRegressor`) to the worker
-    and back, so send large chunks; with ``n_jobs=1`` nothing is copied.
+    ``partial_fit``). Each task learns on a working copy of its partition's estimator
+    (``copy.deepcopy``, ``O(N·D/P)`` numbers for :class:`QREWRLSRegressor`, once per
+    call and partition, not per row; none on the first call of a stream), so that the
+    ensemble can commit all partitions or none. Under a process or cluster backend each
+    task also ships the estimator's state to the worker and back, so send large chunks.
 
-    **State and parallelism.** Workers return the updated estimators, which replace
-    those held by the ensemble: nothing relies on a worker mutating the parent's
-    objects, so every backend gives the same state. Predictions are averaged in
-    partition order in the parent. Input is validated in the parent before any work is
-    sent out; a rejected call leaves the ensemble as it was.
+    **All or nothing.** Workers return the updated copies, which replace the estimators
+    held by the ensemble in one assignment, only once every partition has succeeded:
+    nothing relies on a worker mutating the parent's objects, so every backend gives the
+    same state. A call that raises — bad input (validated in the parent before any work
+    is sent out), an exception or a ``KeyboardInterrupt`` while any partition learns —
+    leaves the ensemble exactly as it was, on every backend; :meth:`fit` that raises
+    keeps the previous stream. Predictions are averaged in partition order in the
+    parent.
+
+    **Memory-mapped state.** joblib hands process workers arrays above its
+    ``max_nbytes`` threshold (1 MB) as read-only memory maps, and
+    ``joblib.load(path, mmap_mode="r")`` returns them too; the working copy is private
+    and writable, so a partition of any size learns on any backend, and a
+    memory-mapped ensemble continues its stream (the file is never written).
+
+    **Parameters mid-stream.** The partitions are clones made from ``features``,
+    ``estimator``, ``n_partitions`` and ``random_state`` when the stream starts. A
+    change to any of them (or to a parameter of ``features`` or ``estimator``, e.g.
+    ``set_params(estimator__window_size=50)``) after that makes the next
+    :meth:`partial_fit` or :meth:`prequential_predict` raise a ValueError that says to
+    call :meth:`fit`, which starts a new stream with the new values; it is never
+    silently ignored. ``n_jobs`` may change at any time (it is read at every call).
 
     **Not guaranteed.** The ensemble is not the full-width model: for ``P > 1`` it
     averages ``P`` models of ``D/P`` features each (lower latency, and for
@@ -215,6 +325,8 @@ class FeaturePartitionEnsemble(RegressorMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
+    _atomic_updates = True  # every learning call is all-or-nothing (see _stream)
+
     def __init__(
         self, features=None, estimator=None, *, n_partitions=4, n_jobs=None, random_state=None
     ):
@@ -241,8 +353,7 @@ class FeaturePartitionEnsemble(RegressorMixin, BaseEstimator):
         self : FeaturePartitionEnsemble
             The fitted ensemble.
         """
-        self._reset()
-        self._stream(X, y, predict=False)
+        self._stream(X, y, predict=False, reset=True)
         return self
 
     @_fit_context(prefer_skip_nested_validation=False)
@@ -263,7 +374,7 @@ class FeaturePartitionEnsemble(RegressorMixin, BaseEstimator):
         self : FeaturePartitionEnsemble
             The updated ensemble.
         """
-        self._stream(X, y, predict=False)
+        self._stream(X, y, predict=False, reset=False)
         return self
 
     @_fit_context(prefer_skip_nested_validation=False)
@@ -284,7 +395,7 @@ class FeaturePartitionEnsemble(RegressorMixin, BaseEstimator):
             after rows ``< i`` (each partition's own convention before its first row;
             0 for :class:`QREWRLSRegressor`).
         """
-        return self._stream(X, y, predict=True)
+        return self._stream(X, y, predict=True, reset=False)
 
     def predict(self, X):
         """Mean of the partitions' predictions (no learning).
@@ -321,8 +432,8 @@ class FeaturePartitionEnsemble(RegressorMixin, BaseEstimator):
     def _reset(self):
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             delattr(self, name)
-        self.__dict__.pop("_y_ndim", None)
-        self.__dict__.pop("_n_targets", None)
+        for name in ("_y_ndim", "_n_targets", "_stream_deep_params"):
+            self.__dict__.pop(name, None)
 
     def _start(self, X):
         """Draw the map and build the partitions (returned, not stored, until success)."""
@@ -366,52 +477,69 @@ class FeaturePartitionEnsemble(RegressorMixin, BaseEstimator):
     def __sklearn_is_fitted__(self):
         return hasattr(self, "estimators_")
 
-    def _stream(self, X, y, *, predict):
-        first_call = not hasattr(self, "estimators_")
-        if not first_call:
-            return self._stream_step(X, y, predict=predict, first_call=False)
-        try:
-            return self._stream_step(X, y, predict=predict, first_call=True)
-        except BaseException:
-            self._reset()  # a failed first call leaves no trace (not even n_features_in_)
-            raise
+    def _stream(self, X, y, *, predict, reset):
+        """One learning call, all-or-nothing (the package's update template).
 
-    def _stream_step(self, X, y, *, predict, first_call):
-        X, y = validate_data(
-            self, X, y, reset=first_call, dtype=np.float64, multi_output=True, y_numeric=True
-        )
-        n_targets = None if y.ndim == 1 else y.shape[1]
-        if first_call:
-            features, slices, sub_maps, estimators = self._start(X)
-        else:
-            if (y.ndim, n_targets) != (self._y_ndim, self._n_targets):
-                expected = (
-                    "1-D (one target)"
-                    if self._y_ndim == 1
-                    else f"2-D with {self._n_targets} targets"
+        The partitions learn on working copies (:func:`_working_copy`); the copies are
+        committed together, in one assignment, only when every partition succeeded. Any
+        exception or ``KeyboardInterrupt`` before that leaves the ensemble's attributes
+        as they were (:func:`~sklearn_orfit._stream.stream_update`).
+        """
+        with stream_update(self, check_params=False):
+            first_call = reset or "estimators_" not in self.__dict__
+            if first_call:
+                self._reset()
+            else:
+                self._check_params_unchanged()
+            X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
+            y = Y[:, 0] if y_ndim == 1 else Y
+            n_targets = None if y_ndim == 1 else Y.shape[1]
+            if first_call:
+                features, slices, sub_maps, estimators = self._start(X)
+            else:
+                sub_maps, estimators = self.partition_features_, self.estimators_
+
+            task = _prequential_partition if predict else _partial_fit_partition
+            # fresh estimators of a first call are already private: no copy needed
+            results = Parallel(n_jobs=self.n_jobs)(
+                delayed(task)(
+                    transformer=transformer, estimator=estimator, X=X, y=y,
+                    copy_state=not first_call, parent_pid=os.getpid(),
                 )
-                raise ValueError(f"y has shape {y.shape} but this stream's y is {expected}.")
-            sub_maps, estimators = self.partition_features_, self.estimators_
+                for transformer, estimator in zip(sub_maps, estimators)
+            )
+            if predict:
+                estimators, preds = zip(*results)
+                y_pred = _average(preds)
+            else:
+                estimators, y_pred = results, None
+            state = {
+                "estimators_": list(estimators),
+                "n_samples_seen_": (0 if first_call else self.n_samples_seen_) + X.shape[0],
+            }
+            if first_call:
+                state.update(
+                    features_=features,
+                    feature_slices_=slices,
+                    partition_features_=sub_maps,
+                    _y_ndim=y_ndim,
+                    _n_targets=n_targets,
+                    _stream_deep_params=record_deep_params(self, ignore=_may_change),
+                )
+            self.__dict__.update(state)  # the commit: one call, after every partition
+        return y_pred
 
-        task = _prequential_partition if predict else _partial_fit_partition
-        results = Parallel(n_jobs=self.n_jobs)(
-            delayed(task)(transformer=transformer, estimator=estimator, X=X, y=y)
-            for transformer, estimator in zip(sub_maps, estimators)
+    def _check_params_unchanged(self):
+        """A parameter changed with ``set_params`` since the stream started is an error."""
+        changed = changed_stream_params(
+            self, self.__dict__.get("_stream_deep_params"), ignore=_may_change
         )
-        # store what the workers returned: under process backends they updated copies
-        if predict:
-            estimators, preds = zip(*results)
-        else:
-            estimators, preds = results, None
-        if first_call:
-            self.features_ = features
-            self.feature_slices_ = slices
-            self.partition_features_ = sub_maps
-            self._y_ndim, self._n_targets = y.ndim, n_targets
-            self.n_samples_seen_ = 0
-        self.estimators_ = list(estimators)
-        self.n_samples_seen_ += X.shape[0]
-        return _average(preds) if predict else None
+        if changed:
+            raise ValueError(
+                f"{', '.join(changed)} changed (set_params) since this stream started; "
+                "the partitions were built with the previous values. Call fit to start a "
+                "new stream with the new parameters (n_jobs may change at any time)."
+            )
 
 
 def _average(preds):

@@ -1,4 +1,4 @@
-"""A scikit-learn ``Pipeline`` that learns from a stream (SPEC §0).
+"""A scikit-learn ``Pipeline`` that learns from a stream (user guide: :ref:`prequential`).
 
 scikit-learn's :class:`~sklearn.pipeline.Pipeline` has no ``partial_fit``, and its ``fit``
 fits each transformer on the whole batch, which in a stream is look-ahead. This module
@@ -7,19 +7,30 @@ adds a pipeline whose ``fit`` *is* one pass of ``partial_fit`` over the rows, an
 :func:`~sklearn_orfit.prequential_predict` for the whole chain.
 """
 
+import copy
+import functools
+
 import numpy as np
 from scipy import sparse
-from sklearn.base import _fit_context, clone
+from sklearn.base import BaseEstimator, _fit_context, clone, is_regressor
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline, _name_estimators
 from sklearn.preprocessing import FunctionTransformer
-from sklearn.utils import Bunch, _safe_indexing, check_consistent_length, get_tags
+from sklearn.utils import Bunch, _safe_indexing, get_tags
 from sklearn.utils._param_validation import Hidden
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
 from ._prequential import prequential_predict as _prequential_predict
 from ._rff import RandomFourierFeatures
+from ._stream import (
+    StreamingRegressorMixin,
+    StreamLockMixin,
+    check_target_shape,
+    stream_lock,
+    stream_update,
+)
+from ._validation import check_numeric
 
 __all__ = ["StreamingPipeline", "make_streaming_pipeline"]
 
@@ -27,6 +38,155 @@ __all__ = ["StreamingPipeline", "make_streaming_pipeline"]
 # through its shape. Other classes opt in with a class attribute
 # ``_stateless_after_fit = True``.
 _STATELESS_AFTER_FIT = (RandomFourierFeatures, FunctionTransformer)
+
+
+# ---------------------------------------------------------------------- parameters
+# Parameters that never change what an estimator learns (scikit-learn's convention):
+# ``set_params`` may change them mid-stream; StreamingPipeline forwards them to its fitted
+# steps.
+_EXECUTION_PARAMS = ("verbose", "n_jobs")
+
+
+def _is_execution_param(key):
+    return key.rsplit("__", 1)[-1] in _EXECUTION_PARAMS
+
+
+def _frozen_value(value):
+    """A copy of a mutable container, so that a later in-place change shows."""
+    if isinstance(value, list):
+        return list(value)
+    if isinstance(value, dict):
+        return dict(value)
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return value
+
+
+def _same_value(a, b):
+    if a is b:
+        return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        try:
+            return bool(np.array_equal(a, b))
+        except Exception:
+            return False
+    try:
+        return bool(a == b) or (a != a and b != b)  # NaN parameters
+    except Exception:  # comparisons that raise (e.g. ambiguous truth values)
+        return False
+
+
+@functools.lru_cache(maxsize=None)
+def _param_names(cls):
+    return tuple(cls._get_param_names())
+
+
+def _deep_params(estimator, prefix="", out=None):
+    """``estimator.get_params(deep=True)`` with keys prefixed, computed cheaply.
+
+    The same items as scikit-learn's ``get_params(deep=True)``, with each class's
+    parameter names cached (scikit-learn reads the constructor's signature at every
+    call); classes that define their own ``get_params`` (pipelines, composites) are
+    asked directly.
+    """
+    out = {} if out is None else out
+    cls = type(estimator)
+    if isinstance(estimator, StreamingPipeline):
+        out[prefix + "steps"] = estimator.steps
+        out[prefix + "verbose"] = estimator.verbose
+        for name, step in estimator.steps:
+            out[prefix + name] = step
+            if hasattr(step, "get_params") and not isinstance(step, type):
+                _deep_params(step, f"{prefix}{name}__", out)
+    elif cls.get_params is not BaseEstimator.get_params or not isinstance(
+        estimator, BaseEstimator
+    ):
+        out.update((prefix + k, v) for k, v in estimator.get_params(deep=True).items())
+    else:
+        for name in _param_names(cls):
+            value = getattr(estimator, name)
+            out[prefix + name] = value
+            if hasattr(value, "get_params") and not isinstance(value, type):
+                _deep_params(value, f"{prefix}{name}__", out)
+    return out
+
+
+def record_deep_params(estimator, *, ignore=_is_execution_param):
+    """``estimator.get_params(deep=True)`` at the start of a stream (nested steps too).
+
+    Parameters
+    ----------
+    estimator : estimator
+        A meta-estimator whose fitted parts are clones made from its parameters.
+    ignore : callable, default=_is_execution_param
+        ``ignore(key)`` is true for the parameters that may change mid-stream.
+
+    Returns
+    -------
+    snapshot : dict
+        The parameters, lists, dicts and arrays copied shallowly.
+    """
+    return {k: _frozen_value(v) for k, v in _deep_params(estimator).items() if not ignore(k)}
+
+
+def changed_stream_params(estimator, snapshot, *, ignore=_is_execution_param):
+    """The (sorted) keys of the parameters that differ from ``snapshot``.
+
+    ``[]`` when ``snapshot`` is ``None`` (a model pickled before snapshots existed).
+    Estimator-valued parameters compare by identity, so replacing a step shows, and a
+    step's own parameters (``name__param``) compare by value.
+    """
+    if snapshot is None:
+        return []
+    now = {k: v for k, v in _deep_params(estimator).items() if not ignore(k)}
+    if now.keys() == snapshot.keys() and all(
+        _same_value(snapshot[k], v) for k, v in now.items()
+    ):
+        return []
+    keys = sorted(set(snapshot) | set(now))
+    return [
+        k for k in keys if k not in snapshot or k not in now or not _same_value(snapshot[k], now[k])
+    ]
+
+
+def _format_changed(changed, limit=6):
+    shown = ", ".join(changed[:limit])
+    return shown + (f" (and {len(changed) - limit} more)" if len(changed) > limit else "")
+
+
+# ---------------------------------------------------------------------- transactions
+def _is_atomic(step):
+    """Steps whose every learning call is all-or-nothing on its own: the package's
+    streaming regressors (update template :func:`~sklearn_orfit._stream.stream_update`)
+    and classes that declare ``_atomic_updates = True`` (the pipeline, the ensemble)."""
+    return isinstance(step, StreamingRegressorMixin) or (
+        getattr(type(step), "_atomic_updates", False) is True
+    )
+
+
+def _snapshot(step):
+    """The step's state before it learns: a deep copy, O(size of its state)."""
+    return copy.deepcopy(step)
+
+
+def _committed(step, attributes):
+    """Whether an atomic step's update stands: its attributes are not exactly (the
+    same objects as) ``attributes``, those it had before (a rolled-back update puts
+    the very same objects back; a committed one assigns new ones, ``n_samples_seen_``
+    at least)."""
+    now = step.__dict__
+    now = {k: v for k, v in now.items() if k != "_stream_lock"}
+    before = {k: v for k, v in attributes.items() if k != "_stream_lock"}
+    return now.keys() != before.keys() or any(now[k] is not v for k, v in before.items())
+
+
+def _restore(step, saved):
+    """Put ``saved`` (a :func:`_snapshot`) back into ``step``, keeping its identity."""
+    lock = step.__dict__.get("_stream_lock")
+    step.__dict__.clear()
+    step.__dict__.update(saved.__dict__)
+    if lock is not None:
+        step.__dict__["_stream_lock"] = lock
 
 
 def _is_stateless_after_fit(transformer):
@@ -70,6 +230,14 @@ def _step_kind(step):
     if hasattr(step, "partial_fit"):
         return "partial_fit"
     return "fixed"
+
+
+def _learns(step):
+    """Whether :func:`_stream_one_step` may change ``step``'s state."""
+    kind = _step_kind(step)
+    return kind in ("prequential", "partial_fit") or (
+        kind == "stateless" and not _is_fitted(step)
+    )
 
 
 def _stream_one_step(name, transformer, X):
@@ -129,7 +297,7 @@ def _stream_one_step(name, transformer, X):
     return transformer.transform(X)
 
 
-class StreamingPipeline(Pipeline):
+class StreamingPipeline(StreamLockMixin, Pipeline):
     """A :class:`~sklearn.pipeline.Pipeline` that learns one pass over a stream.
 
     :meth:`partial_fit` sends a chunk of rows through the transformers — each row
@@ -138,7 +306,8 @@ class StreamingPipeline(Pipeline):
     :meth:`fit` is a reset followed by :meth:`partial_fit`, so the two cannot disagree.
     :meth:`prequential_predict` is predict-then-update for the whole chain:
     ``y_pred[t]`` comes from the state learned on rows ``< t``, so perturbing any later
-    row, ``X`` or ``y``, leaves ``y_pred[:t+1]`` bit-for-bit unchanged (SPEC §0).
+    row, ``X`` or ``y``, leaves ``y_pred[:t+1]`` bit-for-bit unchanged (user guide:
+    :ref:`prequential`).
 
     Parameters
     ----------
@@ -211,9 +380,34 @@ class StreamingPipeline(Pipeline):
     vectorised steps); the final estimator gets the transformed chunk in one
     ``partial_fit`` call, whose own semantics apply (:class:`QREWRLSRegressor`: row by
     row, exactly; :class:`ORFitRegressor`: one batch; ``SGDRegressor``: one epoch).
-    The targets are checked (length, finiteness) before any step learns, and the first
-    step checks ``X`` before it learns; a later step that rejects its input (e.g. a
-    fixed map with another number of features) can leave the earlier steps updated.
+    **All or nothing.** Every learning call (:meth:`fit`, :meth:`partial_fit`,
+    :meth:`prequential_predict`, :meth:`prequential_transform`) either completes for
+    every step or leaves the pipeline exactly as it was. The targets are validated
+    completely before any step learns, against the final estimator's stream (numbers
+    only, finite, one per row, the stream's number of targets once it has one), so a
+    bad ``y`` is a ValueError that names the problem. If anything raises later — a step
+    that rejects its input, an exception or a ``KeyboardInterrupt`` inside any step —
+    the steps that already learned are put back: each step that learns gets a deep copy
+    of its state taken just before it learns (``O(state)`` per step, once per call, not
+    per row; transformers' states are small). The final estimator gets no copy when it
+    is itself all-or-nothing (this package's regressors, streaming pipelines and
+    ensembles): it puts itself back when it fails; if an interruption arrives after it
+    has committed its update, that update cannot be undone, and the whole call then
+    stands (never half a call). A failing :meth:`fit` keeps the previous stream; a
+    failing first call leaves the pipeline unfitted.
+
+    **Parameters mid-stream.** The fitted steps (``steps_``) are clones made from
+    ``steps`` when the stream starts. A later ``set_params`` that changes a step
+    (``set_params(qrewrlsregressor=...)``) or a step's parameter
+    (``set_params(lagtransformer__n_lags=5)``,
+    ``set_params(qrewrlsregressor__window_size=50)``, or ``set_params`` on a template
+    step itself) makes the next learning call raise a ValueError that names the
+    parameters and says to call :meth:`fit`, which starts a new stream with the new
+    values; the change is never silently ignored. :meth:`predict` and the other methods
+    that do not learn keep using the fitted steps. ``verbose`` and the steps' ``n_jobs``
+    and ``verbose`` do not change what is learned: ``set_params`` also sets them on the
+    fitted steps at once.
+
     ``memory`` and ``transform_input`` of :class:`~sklearn.pipeline.Pipeline` are not
     supported (nothing is cached: each step learns once per row anyway). Indexing,
     slicing and ``named_steps`` give the template steps, unfitted, as in ``steps``; the
@@ -268,8 +462,8 @@ class StreamingPipeline(Pipeline):
         self : StreamingPipeline
             The fitted pipeline.
         """
-        self._start_stream()
-        return self._partial_fit(X, y)
+        self._learn(X, y, mode="fit", reset=True)
+        return self
 
     @_fit_context(prefer_skip_nested_validation=False)
     def partial_fit(self, X, y=None):
@@ -287,9 +481,8 @@ class StreamingPipeline(Pipeline):
         self : StreamingPipeline
             The updated pipeline.
         """
-        if not hasattr(self, "steps_"):
-            self._start_stream()
-        return self._partial_fit(X, y)
+        self._learn(X, y, mode="fit", reset=False)
+        return self
 
     def prequential_predict(self, X, y):
         """Predict each row from the state learned on the rows before it, then learn it.
@@ -307,19 +500,9 @@ class StreamingPipeline(Pipeline):
             ``y_pred[t]`` from the pipeline that has learned rows ``< t`` (0 before the
             final estimator's first row).
         """
-        if not hasattr(self, "steps_"):
+        if "steps_" not in self.__dict__:
             self._validate_params()
-            self._start_stream()
-        final = self.steps_[-1][1]
-        if _is_skipped(final) or not hasattr(final, "partial_fit"):
-            raise TypeError(
-                "prequential_predict needs a final estimator with partial_fit, got "
-                f"{final!r}."
-            )
-        X = self._as_array(X)
-        self._check_targets(X, y)
-        Xt = self._stream_transformers(X)
-        return _prequential_predict(final, Xt, y)
+        return self._learn(X, y, mode="predict", reset=False)
 
     @available_if(_final_has("transform"))
     def prequential_transform(self, X, y=None):
@@ -340,14 +523,121 @@ class StreamingPipeline(Pipeline):
         Xt : ndarray of shape (n_samples, n_output_features)
             Row ``t`` transformed by the chain that has learned rows ``< t``.
         """
-        if not hasattr(self, "steps_"):
+        if "steps_" not in self.__dict__:
             self._validate_params()
-            self._start_stream()
-        Xt = self._stream_transformers(self._as_array(X))
-        final_name, final = self.steps_[-1]
-        if _is_skipped(final):
-            return Xt
-        return _stream_one_step(final_name, final, Xt)
+        return self._learn(X, None, mode="transform", reset=False)
+
+    def set_params(self, **params):
+        """Set the parameters of the pipeline and of its template steps.
+
+        Mid-stream, ``verbose`` and ``n_jobs`` of any step are also set on the fitted
+        steps (``steps_``) at once; a change to any other parameter makes the next
+        learning call raise a ValueError that says to call :meth:`fit` (see Notes).
+
+        Parameters
+        ----------
+        **params : dict
+            ``steps``, ``verbose``, a step by name, or ``<step>__<parameter>``.
+
+        Returns
+        -------
+        self : StreamingPipeline
+            This pipeline.
+        """
+        super().set_params(**params)
+        fitted = self.__dict__.get("steps_")
+        if fitted is not None:
+            named = dict(fitted)
+            for key, value in params.items():
+                if "__" in key and _is_execution_param(key):
+                    name, sub = key.split("__", 1)
+                    step = named.get(name)
+                    if step is not None and not _is_skipped(step):
+                        step.set_params(**{sub: value})
+        return self
+
+    _atomic_updates = True  # see _is_atomic: every learning call is all-or-nothing
+
+    def _learn(self, X, y, *, mode, reset):
+        """One learning call of the whole chain, all-or-nothing.
+
+        ``mode`` is ``"fit"`` (:meth:`partial_fit`), ``"predict"``
+        (:meth:`prequential_predict`) or ``"transform"`` (:meth:`prequential_transform`).
+        The parameters, the final step and the targets are checked before any step
+        learns. Each step that learns gets a deep copy of its state taken just before it
+        learns (steps that are all-or-nothing themselves need none when they learn last);
+        if anything raises later, ``KeyboardInterrupt`` included, the copies are put
+        back, and the pipeline's own attributes are restored
+        (:func:`~sklearn_orfit._stream.stream_update`).
+        """
+        # fresh clones need no copy: the restored attributes drop them on failure
+        undo = None  # [(step, its state before it learned)] of this call
+        last = None  # (final step, its attributes before it learns) when atomic
+        with stream_lock(self):
+            try:
+                with stream_update(self, check_params=False):
+                    fresh = reset or "steps_" not in self.__dict__
+                    if fresh:
+                        self._start_stream()
+                    else:
+                        self._check_params_unchanged()
+                    final_name, final = self.steps_[-1]
+                    self._check_final(final_name, final, mode)
+                    X = self._as_array(X)
+                    if mode != "transform":
+                        self._check_targets(X, y, final)
+                    undo = None if fresh else []
+                    Xt = self._stream_transformers(X, undo)
+                    if not _is_skipped(final) and _is_atomic(final):
+                        last = (final, dict(final.__dict__))
+                    if mode == "predict":
+                        self._keep(final, undo, last=True)
+                        out = _prequential_predict(final, Xt, y)
+                    elif _is_skipped(final):
+                        out = Xt
+                    elif mode == "fit" and hasattr(final, "partial_fit"):
+                        self._keep(final, undo, last=True)
+                        out = final.partial_fit(Xt, y)
+                    else:
+                        self._keep(final, undo, last=True)
+                        out = _stream_one_step(final_name, final, Xt)
+            except BaseException:
+                # The pipeline's attributes are back (stream_update). An atomic final
+                # step has put itself back, or has committed its update (an interrupt
+                # can arrive after its commit, before it returns): a committed update
+                # cannot be undone without a copy of its state, so the other steps'
+                # updates then stand too. Either way, never half a call.
+                if undo and not (last is not None and _committed(*last)):
+                    for step, saved in reversed(undo):
+                        _restore(step, saved)
+                raise
+        return out
+
+    @staticmethod
+    def _keep(step, undo, *, last=False):
+        """Record ``step``'s state before it learns (unless it needs no record)."""
+        if undo is None or _is_skipped(step) or (last and _is_atomic(step)):
+            return
+        undo.append((step, _snapshot(step)))
+
+    def _check_final(self, name, final, mode):
+        """The final step can do what ``mode`` asks (checked before any step learns)."""
+        if mode == "predict":
+            if _is_skipped(final) or not hasattr(final, "partial_fit"):
+                raise TypeError(
+                    "prequential_predict needs a final estimator with partial_fit, got "
+                    f"{final!r}."
+                )
+        elif mode == "fit" and not _is_skipped(final):
+            if not (
+                hasattr(final, "partial_fit")
+                or hasattr(final, "prequential_transform")
+                or hasattr(final, "transform")
+            ):
+                raise TypeError(
+                    f"The final step {name!r} ({type(final).__name__}) has no partial_fit: "
+                    "a streaming pipeline cannot update it."
+                )
 
     def _start_stream(self):
         """Fresh clones of the template steps (fixed maps are shared, not cloned)."""
@@ -357,45 +647,59 @@ class StreamingPipeline(Pipeline):
             (name, est if _step_kind(est) in ("skip", "fixed") and i < last else clone(est))
             for i, (name, est) in enumerate(self.steps)
         ]
+        self._stream_deep_params = record_deep_params(self)
 
-    def _check_targets(self, X, y):
-        """Reject bad targets before any step learns (steps check ``X`` themselves)."""
+    def _check_params_unchanged(self):
+        """``set_params`` since the stream started: an error, never silently ignored."""
+        changed = changed_stream_params(self, self.__dict__.get("_stream_deep_params"))
+        if changed:
+            raise ValueError(
+                f"{_format_changed(changed)} changed (set_params) since this stream "
+                "started; the fitted steps (steps_) are clones made with the previous "
+                "values. Call fit to start a new stream with the new parameters."
+            )
+
+    def _check_targets(self, X, y, final):
+        """Validate ``y`` completely against the final step's stream, before any step
+        learns (the steps check ``X`` themselves, and are rolled back if one rejects it).
+        """
         if y is None:
             return
-        y_arr = np.asarray(y)
-        check_consistent_length(X, y_arr)
-        if y_arr.dtype.kind in "fc" and not np.all(np.isfinite(y_arr)):
-            raise ValueError("y contains NaN or infinity.")
+        if is_regressor(final) or "_n_targets" in getattr(final, "__dict__", {}):
+            check_numeric(y, "y")
+            # the stream's target shape, once the final estimator has one
+            continuing = "_n_targets" in final.__dict__ and _is_fitted(final)
+            check_target_shape(final, y, reset=not continuing)
+            try:
+                y_arr = np.asarray(y, dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise ValueError(f"y cannot be converted to float64 numbers: {exc}") from None
+            if not np.all(np.isfinite(y_arr)):
+                raise ValueError("y contains NaN or infinity.")
+        else:
+            y_arr = np.asarray(y)
+            if y_arr.dtype.kind in "fc" and not np.all(np.isfinite(y_arr)):
+                raise ValueError("y contains NaN or infinity.")
+        n_rows = _num_samples(X)
+        if y_arr.ndim == 0 or y_arr.shape[0] != n_rows:
+            raise ValueError(
+                f"y has {y_arr.shape[0] if y_arr.ndim else 0} rows but X has {n_rows}: "
+                "a stream needs one target per row."
+            )
 
     def _as_array(self, X):
         # keep DataFrames as they are (first step may record feature names)
         return X if hasattr(X, "iloc") or hasattr(X, "shape") else np.asarray(X)
 
-    def _stream_transformers(self, X):
+    def _stream_transformers(self, X, undo=None):
         Xt = X
         for name, step in self.steps_[:-1]:
             if _is_skipped(step):
                 continue
+            if _learns(step):
+                self._keep(step, undo)
             Xt = _stream_one_step(name, step, Xt)
         return Xt
-
-    def _partial_fit(self, X, y):
-        X = self._as_array(X)
-        self._check_targets(X, y)
-        Xt = self._stream_transformers(X)
-        name, final = self.steps_[-1]
-        if _is_skipped(final):
-            return self
-        if hasattr(final, "partial_fit"):
-            final.partial_fit(Xt, y)
-        elif hasattr(final, "prequential_transform") or hasattr(final, "transform"):
-            _stream_one_step(name, final, Xt)
-        else:
-            raise TypeError(
-                f"The final step {name!r} ({type(final).__name__}) has no partial_fit: "
-                "a streaming pipeline cannot update it."
-            )
-        return self
 
     # ------------------------------------------------------------------ applying
     def _fitted(self):
