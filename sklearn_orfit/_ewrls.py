@@ -1,5 +1,6 @@
 """Classic covariance-form exponentially weighted RLS, the unstable reference (ABO paper)."""
 
+import math
 from numbers import Real
 
 import numpy as np
@@ -29,7 +30,9 @@ class EWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     clipping and no reset of ``P``. When the inputs do not excite every direction
     (``D`` larger than the effective memory, or inputs in a subspace) and ``λ < 1``, the
     unexcited part of ``P`` grows like ``λ^(−t)`` until rounding errors dominate and,
-    eventually, overflow; see ``benchmarks/bench_stability.py``. Use
+    eventually, overflow; see ``benchmarks/bench_stability.py``. The overflow is not
+    hidden either: the call in which ``P``, the coefficients or a prediction stop being
+    finite raises ``ValueError`` and leaves the estimator at its last finite state. Use
     :class:`QREWRLSRegressor` for a numerically stable model.
 
     Parameters
@@ -38,6 +41,8 @@ class EWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         ``λ`` in ``(0, 1]``: row ``i`` has weight ``λ^(t−i)`` after row ``t``.
     delta : float, default=1e-2
         ``δ > 0``: ``P`` starts at ``δ⁻¹ I`` (the initial ridge, forgotten like the data).
+        ``1/δ`` must be finite (``δ ≳ 5.6e-309``), or the stream start raises
+        ``ValueError``.
 
     Attributes
     ----------
@@ -66,6 +71,13 @@ class EWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     updated on a copy, so a call that fails leaves the estimator unchanged). There is no
     intercept: centre ``y`` or append a constant feature. The recursion is sequential,
     so :meth:`prequential_predict` is a loop over rows (validation is done once per call).
+
+    The form works with squares of the rows (``zᵀPz``): rows of norm beyond about
+    ``1e154/√‖P‖`` overflow it, which raises ``ValueError`` (it used to drop the row
+    silently, with a zero gain). ``forgetting_factor`` and ``delta`` are those the stream
+    started with: changing one by ``set_params`` before the next :meth:`partial_fit` or
+    :meth:`prequential_predict` raises ``ValueError`` (call :meth:`fit` to start a stream
+    with the new values).
 
     References
     ----------
@@ -102,6 +114,14 @@ class EWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     def _partial_fit(self, X, y, *, predict, reset):
         with rollback_on_error(self):
             reset = reset or not hasattr(self, "coef_")
+            if reset:
+                if not math.isfinite(1.0 / self.delta):
+                    raise ValueError(
+                        f"delta={self.delta!r} is too small: P starts at δ⁻¹I, and "
+                        "1/delta overflows float64. Use delta >= 1e-300."
+                    )
+            else:
+                self._check_stream_params()
             X, Y, y_ndim = validate_stream(self, X, y, reset=reset)
             if reset:
                 self._init_state(X.shape[1], Y.shape[1], y_ndim)
@@ -119,28 +139,60 @@ class EWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         # P_0 = δ⁻¹ I
         self.inverse_gram_ = np.eye(n_features) / self.delta
         self.coef_ = np.zeros(n_features if y_ndim == 1 else (n_features, n_targets))
+        self._stream_params = (self.forgetting_factor, self.delta)
         self.n_samples_seen_ = 0
+
+    _STREAM_PARAMS = ("forgetting_factor", "delta")
+
+    def _check_stream_params(self):
+        """``P`` was built with the parameters the stream started with."""
+        saved = self.__dict__.get("_stream_params")
+        current = (self.forgetting_factor, self.delta)
+        if saved is None or saved == current:
+            return  # (None: a state pickled before the parameters were recorded)
+        changed = [k for k, a, b in zip(self._STREAM_PARAMS, current, saved) if a != b]
+        raise ValueError(
+            f"{', '.join(changed)} changed (set_params) since this stream started; the "
+            "recursion's state (P and the coefficients) was built with the previous "
+            "values. Call fit to start a new stream with the new parameters."
+        )
 
     def _learn(self, X, Y, *, predict):
         lam = float(self.forgetting_factor)
         P = self.inverse_gram_.copy()
         beta = self.coef_.reshape(X.shape[1], -1).copy()
         Y_pred = np.empty_like(Y) if predict else None
-        for t in range(X.shape[0]):
-            z = X[t]
-            if predict:
-                Y_pred[t] = z @ beta
-            Pz = P @ z
-            zP = z @ P  # zᵀP, used as printed: equal to (Pz)ᵀ only while P stays symmetric
-            # k = P z / (λ + zᵀ P z)                     (gain)
-            k = Pz / (lam + z @ Pz)
-            # β ← β + k (y − zᵀβ)                         (a priori error)
-            beta += np.outer(k, Y[t] - z @ beta)
-            # P ← (P − k zᵀP) / λ                          (Sherman–Morrison)
-            # invariant (exact arithmetic): P = (Σ λ^(t−i) z_i z_iᵀ + λ^t δ I)⁻¹
-            P -= np.outer(k, zP)
-            if lam != 1.0:
-                P /= lam
+        denominator = lam
+        # an overflow is detected below and reported as an error (the state is a copy)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t in range(X.shape[0]):
+                z = X[t]
+                if predict:
+                    Y_pred[t] = z @ beta
+                Pz = P @ z
+                zP = z @ P  # zᵀP, used as printed: (Pz)ᵀ only while P stays symmetric
+                # k = P z / (λ + zᵀ P z)                     (gain)
+                denominator = lam + z @ Pz
+                if not math.isfinite(denominator):
+                    break  # reported below (a gain of 0 would skip the row silently)
+                k = Pz / denominator
+                # β ← β + k (y − zᵀβ)                         (a priori error)
+                beta += np.outer(k, Y[t] - z @ beta)
+                # P ← (P − k zᵀP) / λ                          (Sherman–Morrison)
+                # invariant (exact arithmetic): P = (Σ λ^(t−i) z_i z_iᵀ + λ^t δ I)⁻¹
+                P -= np.outer(k, zP)
+                if lam != 1.0:
+                    P /= lam
+        if not (math.isfinite(denominator) and np.isfinite(P).all()
+                and np.isfinite(beta).all()
+                and (Y_pred is None or np.isfinite(Y_pred).all())):
+            raise ValueError(
+                "the covariance-form recursion overflowed (zᵀPz, P or the coefficients "
+                "are not finite): the rows are too large for the squares this form works "
+                "with, or P has grown like λ^(−t)/δ along directions the rows do not "
+                "excite (the instability of this form, see the Notes). Rescale X, or use "
+                "QREWRLSRegressor; the stream is left at its last finite state."
+            )
         self.inverse_gram_ = P
         self.coef_ = beta.reshape(self.coef_.shape)
         return Y_pred

@@ -87,6 +87,17 @@ class QRDRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     carried a direction. That window is then factorised from scratch (counted in
     ``n_refactorizations_``).
 
+    ``α`` is in the units of ``x²``: when it is below the rounding level of the window's
+    Gram matrix (``α ≲ ε‖x‖²``) and the window does not excite every direction
+    (repeated rows, fewer distinct rows than features), the ridge problem itself is
+    ill-posed in float64 — :func:`numpy.linalg.lstsq` on ``[W½X; √αI]`` gives
+    equally large coefficients — so keep ``α`` well above it. Coefficients or
+    predictions beyond the float64 range raise ``ValueError`` and change nothing.
+    ``window_size``, ``alpha`` and ``forgetting_factor`` are those the stream started
+    with: changing one by ``set_params`` before the next :meth:`partial_fit` or
+    :meth:`prequential_predict` raises ``ValueError`` (call :meth:`fit` to start a
+    stream with the new values).
+
     References
     ----------
     C.-T. Pan and R. J. Plemmons, "Least squares modifications with inverse
@@ -138,6 +149,8 @@ class QRDRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     def _partial_fit(self, X, y, *, predict, reset):
         with rollback_on_error(self):
             reset = reset or not hasattr(self, "coef_")
+            if not reset:
+                self._check_stream_params()
             X, Y, y_ndim = validate_stream(self, X, y, reset=reset)
             if reset:
                 self._init_state(X.shape[1], Y.shape[1], y_ndim)
@@ -160,8 +173,26 @@ class QRDRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         self._M = np.zeros((d, d + n_targets))
         self._M[:, :d] = np.sqrt(self.alpha) * np.eye(d)
         self.coef_ = np.zeros(d if y_ndim == 1 else (d, n_targets))
+        self._stream_params = self._params()
         self.n_samples_seen_ = 0
         self.n_refactorizations_ = 0
+
+    _STREAM_PARAMS = ("window_size", "alpha", "forgetting_factor")
+
+    def _params(self):
+        return (self.window_size, self.alpha, self.forgetting_factor)
+
+    def _check_stream_params(self):
+        """The factor was built with the parameters the stream started with."""
+        saved = self.__dict__.get("_stream_params")
+        if saved is None or saved == self._params():
+            return  # (None: a state pickled before the parameters were recorded)
+        changed = [k for k, a, b in zip(self._STREAM_PARAMS, self._params(), saved) if a != b]
+        raise ValueError(
+            f"{', '.join(changed)} changed (set_params) since this stream started; the "
+            "window's state was built with the previous values. Call fit to start a new "
+            "stream with the new parameters."
+        )
 
     # The loop works on d×d matrices: BLAS threads would only add synchronisation cost
     # (large under load), so it runs with one BLAS thread.
@@ -173,34 +204,43 @@ class QRDRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         M, Xr, Yr = self._M.copy(), self._X.copy(), self._Y.copy()
         pos, n_seen, n_ref = self._pos, self.n_samples_seen_, self.n_refactorizations_
         Y_pred = np.empty_like(Y) if predict else None
-        for t in range(X.shape[0]):
-            if predict:
-                Y_pred[t] = X[t] @ _solve_factor(M, d)
-            if lam != 1.0:
-                # RᵀR ← λRᵀR + (1−λ)αI: forget the data, keep the ridge at α
-                M = _scale_keep_ridge(M, lam=lam, alpha=alpha)
-            # [R p] ← rotate the new row [xᵀ yᵀ] in
-            # invariant: RᵀR = Σ_{window + new} w_i x_i x_iᵀ + αI,  Rᵀp = Σ w_i x_i y_i
-            _givens_append(M, np.concatenate([X[t], Y[t]]), n_features=d)
-            ok = True
-            s = pos
-            if n_seen >= N:
-                # [R p] ← rotate the oldest row (weight λ^N) out
-                # invariant: the same sums over the window of the last N rows only
-                old = sqrt_w_oldest * np.concatenate([Xr[s], Yr[s]])
-                ok = _linpack_downdate(M, old, n_features=d)
-            Xr[s], Yr[s] = X[t], Y[t]
-            pos = (s + 1) % N
-            n_seen += 1
-            if not ok:
-                # rounding made the downdate indefinite (ρ² ≤ 0): factorise the window
-                # from scratch instead
-                M = _factor_window(Xr, Yr, pos=pos, n_window=min(n_seen, N), lam=lam,
-                                   alpha=alpha)
-                n_ref += 1
+        # an overflow is detected below and reported as an error (the state is a copy)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for t in range(X.shape[0]):
+                if predict:
+                    Y_pred[t] = X[t] @ _solve_factor(M, d)
+                if lam != 1.0:
+                    # RᵀR ← λRᵀR + (1−λ)αI: forget the data, keep the ridge at α
+                    M = _scale_keep_ridge(M, lam=lam, alpha=alpha)
+                # [R p] ← rotate the new row [xᵀ yᵀ] in
+                # invariant: RᵀR = Σ_{window + new} w_i x_i x_iᵀ + αI,  Rᵀp = Σ w_i x_i y_i
+                _givens_append(M, np.concatenate([X[t], Y[t]]), n_features=d)
+                ok = True
+                s = pos
+                if n_seen >= N:
+                    # [R p] ← rotate the oldest row (weight λ^N) out
+                    # invariant: the same sums over the window of the last N rows only
+                    old = sqrt_w_oldest * np.concatenate([Xr[s], Yr[s]])
+                    ok = _linpack_downdate(M, old, n_features=d)
+                Xr[s], Yr[s] = X[t], Y[t]
+                pos = (s + 1) % N
+                n_seen += 1
+                if not ok:
+                    # rounding made the downdate indefinite (ρ² ≤ 0): factorise the
+                    # window from scratch instead
+                    M = _factor_window(Xr, Yr, pos=pos, n_window=min(n_seen, N), lam=lam,
+                                       alpha=alpha)
+                    n_ref += 1
+            coef = _solve_factor(M, d)
+        if not (np.isfinite(coef).all() and (Y_pred is None or np.isfinite(Y_pred).all())):
+            raise ValueError(
+                "the window's ridge solution overflowed (non-finite coefficients or "
+                "predictions): they exceed the float64 range; rescale X and y, e.g. with "
+                "RecursiveStandardScaler."
+            )
         self._M, self._X, self._Y, self._pos = M, Xr, Yr, pos
         self.n_samples_seen_, self.n_refactorizations_ = n_seen, n_ref
-        self.coef_ = _solve_factor(M, d).reshape(self.coef_.shape)
+        self.coef_ = coef.reshape(self.coef_.shape)
         return Y_pred
 
 

@@ -86,7 +86,8 @@ def _stream(n, d, *, n_targets=None, seed=0):
 
 
 def _assert_state_equal(a, b):
-    va, vb = vars(a), vars(b)
+    # the pickled state (a lock held for concurrent calls is not state)
+    va, vb = a.__getstate__(), b.__getstate__()
     assert va.keys() == vb.keys()
     for key in va:
         if isinstance(va[key], np.ndarray):

@@ -21,8 +21,10 @@ from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_orfit import (
+    EWRLSRegressor,
     LagTransformer,
     ORFitRegressor,
+    QRDRLSRegressor,
     QREWRLSRegressor,
     RecursiveStandardScaler,
     SlidingWindowKRLSRegressor,
@@ -297,8 +299,19 @@ def _assert_refused_then_fit_uses_it(est, make_new, param, calls, fit_data):
         assert _bytes(est) == before
     # fit starts a new stream with the new value
     est.fit(*fit_data)
-    ref = make_new().fit(*fit_data)
-    assert _bytes(est) == _bytes(ref)
+    _assert_same_state(est, make_new().fit(*fit_data))
+
+
+def _assert_same_state(a, b):
+    """Equal pickled states (in any attribute order)."""
+    sa, sb = a.__getstate__(), b.__getstate__()
+    assert sa.keys() == sb.keys()
+    for key, va in sa.items():
+        vb = sb[key]
+        if isinstance(va, np.ndarray):
+            assert_array_equal(va, vb, err_msg=key)
+        else:
+            assert pickle.dumps(va) == pickle.dumps(vb), key
 
 
 @pytest.mark.parametrize(
@@ -491,3 +504,122 @@ def test_sw_krls_set_params_mid_stream_is_refused(param, value):
         reg, lambda: SlidingWindowKRLSRegressor(**{**base, param: value}), param,
         calls, (X, y),
     )
+
+
+# ------------------------------------------------------------------ QRD-RLS and EW-RLS
+def _duplicates(seed=13):
+    rng = np.random.default_rng(seed)
+    X = np.repeat(rng.normal(size=(30, 3)), 2, axis=0)
+    return X, np.sin(X[:, 0]) + 0.1 * rng.normal(size=60)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda a: QRDRLSRegressor(10, alpha=a), id="qrd"),
+        pytest.param(lambda a: QRDRLSRegressor(10, alpha=a, forgetting_factor=0.9), id="qrd-lam"),
+        pytest.param(lambda a: EWRLSRegressor(delta=a), id="ewrls"),
+        pytest.param(lambda a: EWRLSRegressor(delta=a, forgetting_factor=0.9), id="ewrls-lam"),
+    ],
+)
+@pytest.mark.parametrize("tiny", [5e-324, 1e-300, 1e-100, 1e-20])
+@pytest.mark.parametrize("scale", [1.0, 1e300, 1e-300])
+def test_baselines_tiny_ridge_on_duplicates_never_nan(make, tiny, scale):
+    # EW-RLS went NaN (δ = 5e-324: P = δ⁻¹I = inf; δ = 1e-300 with repeated rows: P·z
+    # overflowed) and silently skipped rows whose zᵀPz overflowed; QRD-RLS went inf on
+    # coefficients beyond the float64 range. Now: finite, or a clear ValueError that
+    # changes nothing.
+    X, y = _duplicates()
+    X = X * scale
+    reg = make(tiny).fit(X[:4], y[:4]) if _fits(make(tiny), X[:4], y[:4]) else None
+    if reg is None:
+        return
+    before = _bytes(reg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            y_pred = reg.prequential_predict(X[4:], y[4:])
+        except ValueError as exc:
+            assert "overflow" in str(exc) and "QREWRLSRegressor" in str(exc) or \
+                "float64 range" in str(exc), exc
+            assert _bytes(reg) == before
+            return
+    assert np.isfinite(y_pred).all() and np.isfinite(reg.coef_).all()
+
+
+def _fits(reg, X, y):
+    """Fit, or a clear error naming the parameter that makes the start impossible."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            reg.fit(X, y)
+    except ValueError as exc:
+        assert "delta=" in str(exc) or "overflow" in str(exc), exc
+        assert not [k for k in vars(reg) if k.endswith("_")] or "overflow" in str(exc)
+        return False
+    return True
+
+
+def test_ewrls_delta_whose_inverse_overflows_is_a_clear_error():
+    X, y = _stream(10, 3, seed=14)
+    reg = EWRLSRegressor(delta=5e-324)
+    with pytest.raises(ValueError, match="delta=5e-324 is too small"):
+        reg.fit(X, y)
+    assert not [k for k in vars(reg) if k.endswith("_")]
+    EWRLSRegressor(delta=1e-300).fit(X, y)  # 1/δ representable: accepted
+
+
+def test_ewrls_rows_too_large_for_the_covariance_form_are_a_clear_error():
+    # zᵀPz overflowed: the gain became 0 and the row was skipped silently (or NaN)
+    X, y = _stream(20, 3, seed=15)
+    reg = EWRLSRegressor().fit(X[:10], y[:10])
+    before = _bytes(reg)
+    with pytest.raises(ValueError, match="covariance-form recursion overflowed"):
+        reg.partial_fit(X[10:] * 1e160, y[10:])
+    assert _bytes(reg) == before
+    reg.partial_fit(X[10:], y[10:])  # the stream goes on
+
+
+def test_ewrls_instability_overflow_is_reported_not_nan():
+    # the unexcited block of P grows like δ⁻¹λ^(−t): with λ = 0.5 it overflows after
+    # ~1016 rows; the call that overflows raises and the estimator keeps its last
+    # finite state
+    rng = np.random.default_rng(16)
+    X = np.zeros((1100, 3))
+    X[:, 0] = rng.normal(size=1100)
+    reg = EWRLSRegressor(forgetting_factor=0.5).fit(X[:1000], X[:1000, 0])
+    assert np.isfinite(reg.inverse_gram_).all() and reg.inverse_gram_[2, 2] > 1e300
+    before = _bytes(reg)
+    with pytest.raises(ValueError, match="instability of this form"):
+        reg.partial_fit(X[1000:], X[1000:, 0])
+    assert _bytes(reg) == before
+
+
+def test_qrd_rls_coefficient_overflow_is_a_clear_error():
+    X, y = _stream(20, 3, seed=17)
+    reg = QRDRLSRegressor(5, alpha=1e-300).fit(X[:10], y[:10])
+    before = _bytes(reg)
+    with pytest.raises(ValueError, match="ridge solution overflowed"):
+        reg.partial_fit(X[10:] * 1e-155, y[10:] * 1e300)
+    assert _bytes(reg) == before
+
+
+@pytest.mark.parametrize(
+    "make, param, value",
+    [
+        (lambda **p: QRDRLSRegressor(**{"window_size": 8, **p}), "window_size", 4),
+        (lambda **p: QRDRLSRegressor(**{"window_size": 8, **p}), "alpha", 1.0),
+        (lambda **p: QRDRLSRegressor(**{"window_size": 8, **p}), "forgetting_factor", 0.5),
+        (lambda **p: EWRLSRegressor(**p), "forgetting_factor", 0.5),
+        (lambda **p: EWRLSRegressor(**p), "delta", 1.0),
+    ],
+)
+def test_baselines_set_params_mid_stream_is_refused(make, param, value):
+    # silently ignored (λ, α, δ) or applied to a factor built with the old window
+    X, y = _stream(40, 3, seed=18)
+    reg = make().fit(X[:20], y[:20])
+    reg.set_params(**{param: value})
+    _assert_refused_then_fit_uses_it(
+        reg, lambda: make(**{param: value}), param, _regressor_calls(X[20:], y[20:]), (X, y)
+    )
+    assert_allclose(reg.predict(X[:3]), make(**{param: value}).fit(X, y).predict(X[:3]))
