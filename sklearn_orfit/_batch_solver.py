@@ -66,8 +66,10 @@ class BatchSolver:
 
     def checkpoint(self, n_rows):
         """A record to undo the next ``n_rows`` rows with (see :meth:`restore`)."""
-        # a call of several rows reloads the whole window
-        return dict(self.__dict__), self.buf.checkpoint(1 if n_rows == 1 else self.N)
+        # a call of several rows (or any call on the orthogonal-only route) reloads the
+        # whole window; one row on the other routes writes one slot
+        one_slot = n_rows == 1 and not self.orthogonal_only
+        return dict(self.__dict__), self.buf.checkpoint(1 if one_slot else self.N)
 
     def restore(self, record):
         """Put the solver back as it was at :meth:`checkpoint`."""
@@ -196,41 +198,44 @@ class BatchSolver:
         return beta, ~(kappa <= GRAM_KAPPA_MAX)
 
     # ------------------------------------------------------------------ one row
+    def save_one(self):
+        """An undo record for :meth:`learn_one`: the slot the next row overwrites (the
+        Gram matrix is symmetric: its row is enough), the ring's counters and ``β``."""
+        buf = self.buf
+        p = buf.pos
+        G = None if buf.G is None else buf.G[p].copy()
+        return p, buf.Zh[p].copy(), buf.s[p], buf.Y[p].copy(), G, buf.n, self._beta, self.n_orthogonal
+
+    def restore_one(self, record):
+        """Put the solver back as it was at :meth:`save_one` (idempotent)."""
+        buf = self.buf
+        p, Zh, s, Y, G, buf.n, self._beta, self.n_orthogonal = record
+        buf.Zh[p], buf.s[p], buf.Y[p] = Zh, s, Y
+        if G is not None:
+            buf.G[p], buf.G[:, p] = G, G
+        buf.pos = p
+
     def learn_one(self, z, y):
-        """Learn one row, all or nothing; return the new ``β`` (shape ``(D, n_targets)``).
+        """Learn one row; return the new ``β`` (shape ``(D, n_targets)``).
 
         The single-observation path: the update of :meth:`update` for one row with the
-        fewest numpy calls. Raises ``ValueError`` (state unchanged) when the row's norm or
-        the solution overflows; any other exception also leaves the state unchanged.
+        fewest numpy calls. Raises ``ValueError`` when the row's norm or the solution
+        overflows. The caller makes it all or nothing with :meth:`save_one` and
+        :meth:`restore_one`.
         """
-        buf = self.buf
-        if not buf.Zh.flags.writeable:
+        if not self.buf.Zh.flags.writeable:
             make_writable(self)  # loaded with mmap_mode="r", or handed to a joblib worker
-        # undo record: the slot the row overwrites (the Gram matrix is symmetric: its row)
-        p = buf.pos
-        saved = (
-            buf.Zh[p].copy(), buf.s[p], buf.Y[p].copy(),
-            None if buf.G is None else buf.G[p].copy(), buf.n, self._beta, self.n_orthogonal,
-        )
-        try:
-            with np.errstate(all="ignore"):  # overflow is checked below, not warned about
-                n = dnrm2(z)
-                if n == np.inf:
-                    _norm_overflow()
-                self._one(z / n if n > 0 else z * 0.0, n, y)
-                beta = self._beta
-                # ‖β‖ is not finite when β is not (or when the norm alone overflows:
-                # then the entries are checked one by one)
-                v = beta.ravel(order="K")
-                if not math.isfinite(dnrm2(v)) and not np.isfinite(v).all():
-                    raise ValueError(OVERFLOW_MESSAGE)
-        except BaseException:
-            Zh, s, Y, G, buf.n, self._beta, self.n_orthogonal = saved
-            buf.Zh[p], buf.s[p], buf.Y[p] = Zh, s, Y
-            if G is not None:
-                buf.G[p], buf.G[:, p] = G, G
-            buf.pos = p
-            raise
+        with np.errstate(all="ignore"):  # overflow is checked below, not warned about
+            n = dnrm2(z)
+            if n == np.inf:
+                _norm_overflow()
+            self._one(z / n if n > 0 else z * 0.0, n, y)
+            beta = self._beta
+            # ‖β‖ is not finite when β is not (or when the norm alone overflows: then the
+            # entries are checked one by one)
+            v = beta.ravel(order="K")
+            if not math.isfinite(dnrm2(v)) and not np.isfinite(v).all():
+                raise ValueError(OVERFLOW_MESSAGE)
         return beta
 
     def _one(self, zh, s, y):

@@ -64,6 +64,11 @@ def _probe_values(n, offset):
 class _DualBlock:
     """The core factor and the periphery rows of one block (see the module docstring)."""
 
+    # periphery arrays, by the axes their periphery position runs along: the restore of an
+    # interrupted call zeroes them beyond the restored counter ``m`` (as when created)
+    PERIPHERY = {"slot": (0,), "R": (1,), "X": (1,), "T": (0, 1), "KP": (0, 1), "XX": (0, 1),
+                 "g": (0,), "kA2": (0,), "xv": (0,), "xa": (0,), "ru": (0,)}
+
     def __init__(self, *, buf, block_size, shift_of, c):
         self.buf = buf
         self.shift_of = shift_of

@@ -47,6 +47,11 @@ def primal_block_size(window_size, n_features, forgetting_factor):
 class _PrimalBlock:
     """Core factor and periphery of one block (see the module docstring)."""
 
+    # periphery arrays, by the axes their periphery position runs along: the restore of an
+    # interrupted call zeroes them beyond the restored counter ``m`` (as when created)
+    PERIPHERY = {"slot": (0,), "R": (1,), "T": (0, 1), "nu": (0,), "wy": (0,), "e": (0,),
+                 "rphi": (0,), "zd2": (0,)}
+
     def __init__(self, *, buf, block_size, lam, alpha, c, gram):
         self.buf = buf
         self.log_lam = np.log(lam) if lam < 1.0 else 0.0

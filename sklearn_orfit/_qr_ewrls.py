@@ -17,7 +17,7 @@ from ._dual_solver import DualSolver
 from ._givens import GivensSolver
 from ._primal_solver import PrimalSolver
 from ._stream import (
-    OneRowPredictMixin, StreamingRegressorMixin, check_stream_params, stream_lock,
+    OneRowPredictMixin, StreamingRegressorMixin, check_stream_params, on_rollback, stream_lock,
 )
 from ._validation import check_one_row, check_one_target
 from ._window import OVERFLOW_MESSAGE
@@ -196,10 +196,19 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
                 check_stream_params(self)
             x = check_one_row(x, n_features=self.n_features_in_)
             yv = check_one_target(y, n_targets=self._n_targets)
-            beta = solver.learn_one(x, yv)  # all or nothing
-            # commit (β is replaced, never written into, by the solver: no copy)
-            self.coef_ = beta[:, 0] if self._n_targets is None else beta
-            self.n_samples_seen_ += 1
+            if not solver.buf.Zh.flags.writeable:
+                make_writable(solver)  # loaded with mmap_mode="r"
+            record = solver.save_one()
+            try:
+                beta = solver.learn_one(x, yv)
+                # commit, in one statement (β is replaced, never written into: no copy)
+                self.__dict__.update(
+                    coef_=beta[:, 0] if self._n_targets is None else beta,
+                    n_samples_seen_=self.n_samples_seen_ + 1,
+                )
+            except BaseException:
+                solver.restore_one(record)
+                raise
         return self
 
     @property
@@ -260,27 +269,27 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         solver = self._solver
         if not solver.buf.Zh.flags.writeable:
             make_writable(solver)  # loaded with mmap_mode="r", or handed to a joblib worker
+        # the solver writes into its arrays: if the call fails, its undo record puts them back
         record = solver.checkpoint(X.shape[0])
-        try:
-            # overflow is detected below and reported as an error, not as a warning
-            with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-                # long calls in pieces: the solvers' temporaries are O(rows × (N + D))
-                step = max(1, _CALL_NUMBERS // max(X.shape[1], self.window_size))
-                if X.shape[0] <= step:
-                    Y_pred = solver.update(X, Y, predict=predict)
-                else:
-                    parts = [solver.update(X[a : a + step], Y[a : a + step], predict=predict)
-                             for a in range(0, X.shape[0], step)]
-                    Y_pred = np.concatenate(parts) if predict else None
-                coef = solver.coef()
-            if not np.isfinite(coef).all() or (Y_pred is not None and not np.isfinite(Y_pred).all()):
-                raise ValueError(OVERFLOW_MESSAGE)
-        except BaseException:
-            solver.restore(record)
-            raise
-        # commit
-        self.coef_ = coef[:, 0].copy() if self.coef_.ndim == 1 else coef.copy()
-        self.n_samples_seen_ += X.shape[0]
+        on_rollback(lambda: solver.restore(record))
+        # overflow is detected below and reported as an error, not as a warning
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            # long calls in pieces: the solvers' temporaries are O(rows × (N + D))
+            step = max(1, _CALL_NUMBERS // max(X.shape[1], self.window_size))
+            if X.shape[0] <= step:
+                Y_pred = solver.update(X, Y, predict=predict)
+            else:
+                parts = [solver.update(X[a : a + step], Y[a : a + step], predict=predict)
+                         for a in range(0, X.shape[0], step)]
+                Y_pred = np.concatenate(parts) if predict else None
+            coef = solver.coef()
+        if not np.isfinite(coef).all() or (Y_pred is not None and not np.isfinite(Y_pred).all()):
+            raise ValueError(OVERFLOW_MESSAGE)
+        # commit, in one statement
+        self.__dict__.update(
+            coef_=coef[:, 0].copy() if self.coef_.ndim == 1 else coef.copy(),
+            n_samples_seen_=self.n_samples_seen_ + X.shape[0],
+        )
         return Y_pred
 
     def _window_singular_values(self):

@@ -15,7 +15,7 @@ and the pipelines' and the ensemble's) follows one template, :func:`stream_updat
 """
 
 import _thread
-import threading
+import contextvars
 from contextlib import contextmanager
 
 import numpy as np
@@ -30,16 +30,13 @@ __all__ = [
     "StreamLockMixin",
     "StreamingRegressorMixin",
     "check_stream_params",
+    "on_rollback",
     "record_stream_params",
     "rollback_on_error",
     "stream_lock",
     "stream_update",
     "validate_stream",
 ]
-
-# guards the lazy creation of the estimators' locks
-_LOCKS_GUARD = threading.Lock()
-
 
 class _StreamLock(_thread.RLock):
     """A re-entrant lock that is not state: copies and pickles of it are fresh locks,
@@ -65,8 +62,9 @@ def stream_lock(estimator):
     """
     lock = estimator.__dict__.get("_stream_lock")
     if lock is None:
-        with _LOCKS_GUARD:
-            lock = estimator.__dict__.setdefault("_stream_lock", _StreamLock())
+        # dict.setdefault is atomic: of two threads racing here, both get the same lock
+        # (no guard lock, which an interrupt could leave held)
+        lock = estimator.__dict__.setdefault("_stream_lock", _StreamLock())
     return lock
 
 
@@ -129,19 +127,71 @@ def check_stream_params(estimator):
             )
 
 
+class _Transaction:
+    """The undo actions of one learning call, run in reverse order if it fails."""
+
+    __slots__ = ("undo", "open")
+
+    def __init__(self):
+        self.undo = []
+        self.open = True
+
+    def rollback(self):
+        undo, self.undo = self.undo, []
+        for action in reversed(undo):
+            action()
+
+
+# the innermost learning call running in this thread (or task): nested calls (a pipeline's
+# steps) register their own rollback with it, so that a failure of the outer call after
+# an inner one committed undoes both
+_ACTIVE = contextvars.ContextVar("sklearn_orfit_learning_call", default=None)
+
+
+def on_rollback(action):
+    """Run ``action()`` if the learning call in progress fails (e.g. restore a solver's
+    arrays from an undo record after writing into them in place)."""
+    tx = _ACTIVE.get()
+    if tx is not None and tx.open:
+        tx.undo.append(action)
+
+
 @contextmanager
 def stream_update(estimator, *, check_params=True):
-    """The template of every call that learns: lock, parameter check, rollback.
+    """The template of every call that learns: lock, parameter check, all or nothing.
 
     The body validates its input, then learns; if it raises (anything, including
-    ``KeyboardInterrupt``), the estimator's attributes are put back. The restore is
-    shallow: the body must not modify a state array in place unless it undoes that
-    itself before re-raising (the window solvers keep undo records).
+    ``KeyboardInterrupt``), the estimator's attributes are put back, and so is every
+    in-place write registered with :func:`on_rollback` (by this call or by the calls it
+    made on inner estimators). A call made inside another learning call (a pipeline's
+    step) is also undone if the outer call fails after it.
     """
-    with stream_lock(estimator), rollback_on_error(estimator):
-        if check_params:
-            check_stream_params(estimator)
-        yield
+    with stream_lock(estimator):
+        tx = _Transaction()
+        saved = dict(estimator.__dict__)
+        tx.undo.append(lambda: _restore_attributes(estimator, saved))
+        outer = _ACTIVE.get()
+        if outer is not None and outer.open:
+            outer.undo.append(tx.rollback)
+        token = _ACTIVE.set(tx)
+        try:
+            if check_params:
+                check_stream_params(estimator)
+            yield
+        except BaseException:
+            tx.open = False
+            tx.rollback()
+            raise
+        finally:
+            tx.open = False
+            _ACTIVE.reset(token)
+
+
+def _restore_attributes(estimator, saved):
+    # shallow: exact because the recursions assign new state arrays rather than writing
+    # into the old ones (or register an undo of their in-place writes)
+    estimator.__dict__.clear()
+    estimator.__dict__.update(saved)
 
 
 def validate_stream(estimator, X, y, *, reset):
@@ -197,20 +247,9 @@ def check_target_shape(estimator, y, *, reset):
         raise ValueError(f"y has shape {shape} but this stream has {expected}.")
 
 
-@contextmanager
 def rollback_on_error(estimator):
-    """Restore the estimator's attributes if the body raises.
-
-    The restore is shallow: it is exact because the recursions never modify a state array
-    in place before the end of the call (they work on copies and assign them back).
-    """
-    saved = dict(estimator.__dict__)
-    try:
-        yield
-    except BaseException:
-        estimator.__dict__.clear()
-        estimator.__dict__.update(saved)
-        raise
+    """:func:`stream_update` without the parameter check (all or nothing, locked)."""
+    return stream_update(estimator, check_params=False)
 
 
 class LinearPredictMixin:

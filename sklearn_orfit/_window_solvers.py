@@ -409,7 +409,14 @@ class CoreBlockSolver:
         self.__dict__.update(attrs)
         self.buf.restore(buf_token)
         if counters is not None:
-            self.block.m, self.block.j, self.block.dropped = counters
+            blk = self.block
+            blk.m, blk.j, blk.dropped = counters
+            # positions beyond m are never read before they are written again; zeroed,
+            # as when the block was created, the restored state is bit-identical too
+            for name, axes in blk.PERIPHERY.items():
+                a = getattr(blk, name)
+                for ax in axes:
+                    a[(slice(None),) * ax + (slice(blk.m, None),)] = 0
         for helper, helper_attrs in helpers:  # their arrays are replaced, never modified
             helper.__dict__.clear()
             helper.__dict__.update(helper_attrs)

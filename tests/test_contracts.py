@@ -1,0 +1,313 @@
+"""The update contract, for every public estimator, transformer, pipeline and the ensemble.
+
+* an exception or ``KeyboardInterrupt`` raised at any line of the package's code during a
+  learning call leaves the whole state exactly as it was (compared through its pickle),
+  and the stream then continues bit-identically;
+* concurrent writes from two threads lose no row, and copies taken while another thread
+  writes are never torn (each equals the state at a call boundary);
+* ``set_params`` mid-stream is honoured exactly (as a stream learned from the start with
+  the new value) or refused with a clear ``ValueError`` that says to call ``fit``;
+* targets scaled by ``1e±300`` scale the predictions (every regressor is linear in y);
+* a model loaded with ``joblib.load(..., mmap_mode="r")`` continues the stream.
+
+The interruptions are injected with a trace function that raises at the k-th line the
+package executes: every such line is a place where a real Ctrl-C can arrive.
+"""
+
+import copy
+import os
+import pickle
+import sys
+import threading
+
+import joblib
+import numpy as np
+import pytest
+from sklearn.base import clone, is_regressor
+
+import sklearn_orfit as so
+
+PKG_DIR = os.path.dirname(so.__file__)
+
+
+def _estimators():
+    return {
+        "qrewrls-short": so.QREWRLSRegressor(8, forgetting_factor=0.9),
+        "qrewrls-dual": so.QREWRLSRegressor(40),
+        "qrewrls-primal": so.QREWRLSRegressor(40, forgetting_factor=0.95),
+        "qrewrls-givens": so.QREWRLSRegressor(8, solver="givens"),
+        "qrewrls-svd": so.QREWRLSRegressor(8, solver="svd"),
+        "qrewrls-ridge": so.QREWRLSRegressor(8, alpha=1e-2),
+        "orfit": so.ORFitRegressor(),
+        "orfit-pca": so.ORFitRegressor(memory_size=3),
+        "sw-krls": so.SlidingWindowKRLSRegressor(8),
+        "qrd-rls": so.QRDRLSRegressor(8),
+        "ewrls": so.EWRLSRegressor(forgetting_factor=0.99),
+        "rff": so.RandomFourierFeatures(16, random_state=0),
+        "scaler": so.RecursiveStandardScaler(),
+        "lags": so.LagTransformer(2),
+        "pipeline-qrewrls": so.make_streaming_pipeline(
+            so.RandomFourierFeatures(64, random_state=0), so.QREWRLSRegressor(10)
+        ),
+        "pipeline-orfit": so.make_streaming_pipeline(
+            so.LagTransformer(2), so.RecursiveStandardScaler(),
+            so.RandomFourierFeatures(32, random_state=0), so.ORFitRegressor(memory_size=5),
+        ),
+        "ensemble": so.FeaturePartitionEnsemble(
+            so.RandomFourierFeatures(32, random_state=0), so.QREWRLSRegressor(8),
+            n_partitions=2,
+        ),
+    }
+
+
+ESTIMATORS = _estimators()
+NAMES = list(ESTIMATORS)
+REGRESSORS = [k for k in NAMES if is_regressor(ESTIMATORS[k])]
+ONE_ROW = [k for k in NAMES if hasattr(ESTIMATORS[k], "learn_one")]
+
+
+def stream(n=60, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    return X, np.sin(X @ rng.normal(size=d)) + 0.1 * rng.normal(size=n)
+
+
+def learn(est, X, y):
+    return est.partial_fit(X, y) if is_regressor(est) else est.partial_fit(X)
+
+
+def output(est, X):
+    return est.predict(X) if is_regressor(est) else est.transform(X)
+
+
+def started(name, n=30):
+    X, y = stream()
+    return learn(clone(ESTIMATORS[name]), X[:n], y[:n])
+
+
+# ---------------------------------------------------------------------- interruptions
+class _RaiseAtLine:
+    """A trace function that counts the lines the package executes and raises at the k-th."""
+
+    def __init__(self, k, exc):
+        self.k, self.exc, self.count, self.fired = k, exc, 0, False
+
+    def __call__(self, frame, event, arg):
+        return self._local if frame.f_code.co_filename.startswith(PKG_DIR) else None
+
+    def _local(self, frame, event, arg):
+        if event == "line":
+            self.count += 1
+            if self.count == self.k:
+                self.fired = f"{frame.f_code.co_filename}:{frame.f_lineno} ({frame.f_code.co_name})"
+                raise self.exc
+        return self._local
+
+
+def _traced(call, k, exc):
+    tracer = _RaiseAtLine(k, exc)
+    sys.settrace(tracer)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    # no exception came out: the call ran fewer lines this time (it must not swallow one)
+    assert not tracer.fired, f"the exception injected at {tracer.fired} was swallowed"
+    return tracer.count
+
+
+def _interruption_points(call_factory):
+    """The number of package lines a call executes, and ~16 points spread over them."""
+    # twice: the first call may fill caches (probe vectors), running more lines
+    n_lines = min(_traced(call_factory(), k=-1, exc=None) for _ in range(2))
+    points = sorted({1, 2, 3, n_lines - 1, n_lines, *np.linspace(1, n_lines, 12).astype(int)})
+    return n_lines, [k for k in points if 1 <= k <= n_lines]
+
+
+def _check_interruptions(name, make_call):
+    """``make_call(est)`` returns the learning call; interrupt it everywhere.
+
+    All or nothing: after the interruption the state is the one before the call, or (when
+    the interruption came after the commit, on the way out) the one after it.
+    """
+    X, y = stream()
+    base = started(name)
+    before = pickle.dumps(base)
+    ref = copy.deepcopy(base)
+    make_call(ref)()
+    after = pickle.dumps(ref)
+    learn(ref, X[45:], y[45:])
+    expected = output(ref, X[:6])
+    _, points = _interruption_points(lambda: make_call(copy.deepcopy(base)))
+    for i, k in enumerate(points):
+        est = copy.deepcopy(base)
+        exc = KeyboardInterrupt if i % 2 else RuntimeError("injected")
+        try:
+            _traced(make_call(est), k, exc)
+        except (KeyboardInterrupt, RuntimeError) as got:
+            assert got is exc or isinstance(got, exc), got
+        state = pickle.dumps(est)
+        assert state in (before, after), f"interrupted at line {k}: a state in between"
+        if state == before:
+            make_call(est)()  # the stream goes on as if the call never happened
+        learn(est, X[45:], y[45:])
+        np.testing.assert_array_equal(output(est, X[:6]), expected, err_msg=f"line {k}")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_interrupted_partial_fit_changes_nothing(name):
+    X, y = stream()
+    _check_interruptions(name, lambda est: lambda: learn(est, X[30:45], y[30:45]))
+
+
+@pytest.mark.parametrize("name", ONE_ROW)
+def test_interrupted_learn_one_changes_nothing(name):
+    X, y = stream()
+    _check_interruptions(name, lambda est: lambda: est.learn_one(X[30], y[30]))
+
+
+@pytest.mark.parametrize("name", REGRESSORS)
+def test_interrupted_prequential_predict_changes_nothing(name):
+    X, y = stream()
+    _check_interruptions(name, lambda est: lambda: est.prequential_predict(X[30:45], y[30:45]))
+
+
+# ---------------------------------------------------------------------- threads
+def _rows_seen(est):
+    if hasattr(est, "steps_"):
+        return _rows_seen(est.steps_[-1][1])
+    return getattr(est, "n_samples_seen_", None)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_concurrent_writes_lose_nothing(name):
+    X, y = stream(120)
+    est = started(name)
+    n0 = _rows_seen(est)
+    errors = []
+    start = threading.Barrier(2)
+
+    def writer(rows):
+        start.wait()
+        try:
+            for i in rows:
+                learn(est, X[i : i + 1], y[i : i + 1])
+        except BaseException as exc:  # reported below, not swallowed
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(r,)) for r in (range(30, 75), range(75, 120))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    if n0 is not None:
+        assert _rows_seen(est) == n0 + 90, "rows were lost by concurrent writes"
+    assert np.all(np.isfinite(output(est, X[:6])))
+
+
+@pytest.mark.parametrize("name", [k for k in NAMES if k not in ("rff",)])
+def test_copies_during_a_write_are_never_torn(name):
+    X, y = stream(120)
+    base = started(name)
+    if _rows_seen(base) is None:
+        pytest.skip("no row count to identify the boundary with")
+    # the state after each boundary, replayed sequentially
+    ref, boundary = copy.deepcopy(base), {}
+    boundary[_rows_seen(ref)] = output(ref, X[:6])
+    for i in range(30, 120, 3):
+        learn(ref, X[i : i + 3], y[i : i + 3])
+        boundary[_rows_seen(ref)] = output(ref, X[:6])
+    est = copy.deepcopy(base)
+    copies, done = [], threading.Event()
+
+    def writer():
+        try:
+            for i in range(30, 120, 3):
+                learn(est, X[i : i + 3], y[i : i + 3])
+        finally:
+            done.set()
+
+    def copier():
+        while not done.is_set():
+            copies.append(copy.deepcopy(est))
+            copies.append(pickle.loads(pickle.dumps(est)))
+
+    threads = [threading.Thread(target=writer), threading.Thread(target=copier)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert copies
+    for c in copies:
+        n = _rows_seen(c)
+        assert n in boundary, f"a copy holds {n} rows: not a call boundary"
+        np.testing.assert_array_equal(output(c, X[:6]), boundary[n])
+
+
+# ---------------------------------------------------------------------- set_params
+SET_PARAMS = [
+    ("qrewrls-short", {"window_size": 12}),
+    ("qrewrls-short", {"forgetting_factor": 0.5}),
+    ("qrewrls-givens", {"alpha": 0.1}),
+    ("qrewrls-dual", {"solver": "givens"}),
+    ("orfit-pca", {"memory_size": 1}),
+    ("sw-krls", {"length_scale": 2.0}),
+    ("sw-krls", {"window_size": 4}),
+    ("qrd-rls", {"window_size": 4}),
+    ("ewrls", {"forgetting_factor": 0.5}),
+    ("scaler", {"with_mean": False}),
+    ("lags", {"n_lags": 5}),
+    ("rff", {"n_components": 8}),
+    ("pipeline-orfit", {"lagtransformer__n_lags": 4}),
+    ("pipeline-qrewrls", {"qrewrlsregressor__window_size": 5}),
+    ("ensemble", {"n_partitions": 4}),
+]
+
+
+@pytest.mark.parametrize("name, params", SET_PARAMS, ids=[f"{n}-{list(p)[0]}" for n, p in SET_PARAMS])
+def test_set_params_mid_stream_is_honoured_or_refused(name, params):
+    X, y = stream()
+    est = started(name)
+    est.set_params(**params)
+    before = pickle.dumps(est)
+    try:
+        learn(est, X[30:], y[30:])
+    except ValueError as exc:
+        assert "fit" in str(exc), f"the error should say to call fit: {exc}"
+        assert pickle.dumps(est) == before, "a refused call changed the state"
+        # fit starts a new stream with the new value
+        fresh = learn(clone(ESTIMATORS[name]).set_params(**params), X, y)
+        refit = est.fit(X, y) if is_regressor(est) else est.fit(X)
+        np.testing.assert_allclose(output(refit, X[:6]), output(fresh, X[:6]), rtol=1e-12)
+        return
+    # honoured: as a stream learned from the start with the new value
+    fresh = learn(clone(ESTIMATORS[name]).set_params(**params), X, y)
+    np.testing.assert_allclose(output(est, X[:6]), output(fresh, X[:6]), rtol=1e-10, atol=1e-12)
+
+
+# ---------------------------------------------------------------------- scale
+@pytest.mark.parametrize("scale", [1e-300, 1e300])
+@pytest.mark.parametrize("name", REGRESSORS)
+def test_targets_at_extreme_scales_scale_the_predictions(name, scale):
+    X, y = stream()
+    ref = so.prequential_predict(clone(ESTIMATORS[name]), X, y)
+    est = clone(ESTIMATORS[name])
+    got = so.prequential_predict(est, X, y * scale)
+    assert np.all(np.isfinite(got))
+    np.testing.assert_allclose(got / scale, ref, rtol=1e-8, atol=1e-8 * np.abs(ref).max())
+    np.testing.assert_allclose(est.predict(X[:6]) / scale, clone(ESTIMATORS[name]).fit(X, y).predict(X[:6]),
+                               rtol=1e-8, atol=1e-8 * np.abs(ref).max())
+
+
+# ---------------------------------------------------------------------- memory-mapped
+@pytest.mark.parametrize("name", NAMES)
+def test_memory_mapped_model_continues_the_stream(name, tmp_path):
+    X, y = stream()
+    est = started(name)
+    path = tmp_path / "model.joblib"
+    joblib.dump(est, path)
+    loaded = joblib.load(path, mmap_mode="r")
+    learn(est, X[30:], y[30:])
+    learn(loaded, X[30:], y[30:])
+    np.testing.assert_array_equal(output(loaded, X[:6]), output(est, X[:6]))
