@@ -13,6 +13,7 @@ import functools
 import numpy as np
 from scipy import sparse
 from sklearn.base import BaseEstimator, _fit_context, clone, is_regressor
+from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline, _name_estimators
 from sklearn.preprocessing import FunctionTransformer
@@ -198,7 +199,7 @@ def _is_stateless_after_fit(transformer):
 def _is_fitted(estimator):
     try:
         check_is_fitted(estimator)
-    except Exception:  # NotFittedError, or an object check_is_fitted cannot read
+    except (NotFittedError, TypeError):  # not fitted, or not an estimator at all
         return False
     return True
 
@@ -668,7 +669,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         if is_regressor(final) or "_n_targets" in getattr(final, "__dict__", {}):
             check_numeric(y, "y")
             # the stream's target shape, once the final estimator has one
-            continuing = "_n_targets" in final.__dict__ and _is_fitted(final)
+            continuing = "_n_targets" in final.__dict__  # set by the first learning call
             check_target_shape(final, y, reset=not continuing)
             try:
                 y_arr = np.asarray(y, dtype=np.float64)

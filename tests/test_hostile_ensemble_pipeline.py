@@ -645,3 +645,20 @@ def test_ensemble_set_params_mid_stream():
     ens.partial_fit(X[100:150], y[100:150])
     ens.set_params(n_partitions=2).fit(X[:100], y[:100])
     assert len(ens.estimators_) == 2
+
+
+class _BrokenFittedCheck(RandomFourierFeatures):
+    """A step whose fitted check fails with an unexpected error (a bug, an interruption)."""
+
+    def __sklearn_is_fitted__(self):
+        raise RuntimeError("fitted check failed")
+
+
+def test_pipeline_does_not_swallow_errors_of_a_steps_fitted_check():
+    X, y = _data()
+    pipe = make_streaming_pipeline(_BrokenFittedCheck(16, random_state=0), QREWRLSRegressor(5))
+    before = pickle.dumps(pipe)
+    # it was taken for "not fitted": the step was fitted again, silently
+    with pytest.raises(RuntimeError, match="fitted check failed"):
+        pipe.partial_fit(X[:20], y[:20])
+    assert pickle.dumps(pipe) == before
