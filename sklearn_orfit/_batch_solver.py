@@ -24,7 +24,7 @@ from scipy.linalg.blas import dnrm2
 
 from ._window import OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, normalise_rows
 from ._window_solvers import (
-    GRAM_KAPPA_MAX, lstsq_stack, make_writable, solve_normal_stack,
+    GRAM_KAPPA_MAX, lstsq_stack, solve_normal_stack,
 )
 
 __all__ = ["BatchSolver"]
@@ -223,8 +223,6 @@ class BatchSolver:
         overflows. The caller makes it all or nothing with :meth:`save_one` and
         :meth:`restore_one`.
         """
-        if not self.buf.Zh.flags.writeable:
-            make_writable(self)  # loaded with mmap_mode="r", or handed to a joblib worker
         with np.errstate(all="ignore"):  # overflow is checked below, not warned about
             n = dnrm2(z)
             if n == np.inf:

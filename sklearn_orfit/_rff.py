@@ -1,4 +1,4 @@
-"""Random Fourier features (Rahimi & Recht 2007), the feature map of ABO (SPEC §1)."""
+"""Random Fourier features (Rahimi & Recht 2007), the feature map of the ABO paper."""
 
 from numbers import Integral, Real
 
@@ -13,12 +13,15 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._validation import check_one_row
+from ._stream import StreamLockMixin, record_stream_params, stream_update
+from ._validation import check_numeric, check_one_row
 
 __all__ = ["RandomFourierFeatures"]
 
 
-class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator):
+class RandomFourierFeatures(
+    StreamLockMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
+):
     """Random Fourier feature map approximating a Gaussian kernel.
 
     Maps ``x ∈ R^d`` to ``z(x) = sqrt(2/D) · cos(Aᵀx + b) ∈ R^D`` with
@@ -113,13 +116,20 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self : RandomFourierFeatures
             The fitted transformer.
         """
-        X = validate_data(self, X, reset=True, dtype=[np.float64, np.float32])
-        self._draw(X.shape[1])
+        with stream_update(self, check_params=False):
+            check_numeric(X, "X")
+            X = validate_data(self, X, reset=True, dtype=[np.float64, np.float32])
+            self._draw(X.shape[1])
+            record_stream_params(self)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X, y=None):
         """Draw the map on the first call; later calls only check ``n_features_in_``.
+
+        A later call after ``set_params`` changed ``n_components``, ``sigma`` or
+        ``random_state`` raises ``ValueError``: the map was drawn with the old values
+        (call :meth:`fit` to draw a new one).
 
         Parameters
         ----------
@@ -133,11 +143,16 @@ class RandomFourierFeatures(ClassNamePrefixFeaturesOutMixin, TransformerMixin, B
         self : RandomFourierFeatures
             The fitted transformer.
         """
-        first_call = not hasattr(self, "random_weights_")
-        X = validate_data(self, X, reset=first_call, dtype=[np.float64, np.float32])
-        if first_call:
-            self._draw(X.shape[1])
+        first_call = "random_weights_" not in self.__dict__
+        with stream_update(self, check_params=not first_call):
+            check_numeric(X, "X")
+            X = validate_data(self, X, reset=first_call, dtype=[np.float64, np.float32])
+            if first_call:
+                self._draw(X.shape[1])
+                record_stream_params(self)
         return self
+
+    _stream_params = ("n_components", "sigma", "random_state")
 
     def _draw(self, n_features):
         rng = check_random_state(self.random_state)

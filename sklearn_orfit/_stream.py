@@ -224,6 +224,8 @@ def validate_stream(estimator, X, y, *, reset):
     X, y = validate_data(
         estimator, X, y, reset=reset, dtype=np.float64, multi_output=True, y_numeric=True
     )
+    if not np.isfinite(y).all():  # e.g. None in an object array, converted to NaN
+        raise ValueError("y contains NaN or infinity (or missing values such as None).")
     return X, y.reshape(y.shape[0], -1), y.ndim
 
 

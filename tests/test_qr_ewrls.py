@@ -525,6 +525,49 @@ def test_memory_mapped_model_continues_the_stream(D, window, solver, tmp_path):
     loaded.learn_one(Z[0], y[0])
 
 
+@pytest.mark.parametrize("solver", ["auto", "givens"])
+@pytest.mark.parametrize("D, window", [(160, 60), (8, 20)])
+def test_model_mapped_read_write_never_writes_the_file(D, window, solver, tmp_path):
+    # Regression: with mmap_mode="r+", learning wrote the stream into the file's arrays
+    # (whose pickled counters stayed old): the file reloaded as a corrupted model
+    import joblib
+
+    rng = np.random.default_rng(17)
+    Z, y = rng.normal(size=(300, D)), rng.normal(size=300)
+    reg = QREWRLSRegressor(window, solver=solver).partial_fit(Z[:200], y[:200])
+    path = tmp_path / "model.joblib"
+    joblib.dump(reg, path)
+    saved = path.read_bytes()
+    loaded = joblib.load(path, mmap_mode="r+")
+    loaded.partial_fit(Z[200:250], y[200:250])
+    loaded.learn_one(Z[250], y[250])
+    del loaded
+    assert path.read_bytes() == saved
+
+
+def test_givens_state_mapped_read_only_by_a_worker():
+    # Regression: joblib maps arrays above 1 MB read-only in its workers; the Givens
+    # table (here 1.4 MB) was written into ("output array is read-only")
+    from joblib import Parallel, delayed
+
+    rng = np.random.default_rng(18)
+    Z, y = rng.normal(size=(160, 1024)), rng.normal(size=160)
+    reg = QREWRLSRegressor(80, solver="givens").partial_fit(Z[:150], y[:150])
+    assert reg._solver.window.M.nbytes > 1e6  # above joblib's memmapping threshold
+    out = Parallel(n_jobs=2, backend="loky")(
+        delayed(lambda r: r.partial_fit(Z[150:], y[150:]).coef_)(reg) for _ in range(2)
+    )
+    expected = copy.deepcopy(reg).partial_fit(Z[150:], y[150:]).coef_
+    for coef in out:
+        np.testing.assert_array_equal(coef, expected)
+
+
+def test_missing_targets_are_reported_as_such():
+    Z, y = abo_features(8, 40)
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        QREWRLSRegressor(5).partial_fit(Z[:20], np.array([None] * 20, dtype=object))
+
+
 @lru_cache(maxsize=None)
 def _graded_stream(N, D, lam, kind):
     rng = np.random.default_rng(3)
