@@ -16,6 +16,7 @@ and the pipelines' and the ensemble's) follows one template, :func:`stream_updat
 
 import _thread
 import contextvars
+import copy
 from contextlib import contextmanager
 
 import numpy as np
@@ -80,18 +81,30 @@ def _held(estimator):
 
 
 class StreamLockMixin:
-    """Thread-safe writes: pickling and deep copies wait for a running write.
+    """Thread-safe writes: pickles and copies taken during a write wait for it.
 
-    The lock itself is not state: it is dropped from the pickle (and so from deep copies
-    and joblib dumps) and recreated on the next write.
+    The state is snapshotted (deep-copied) under the lock, so a pickle or a
+    ``copy.deepcopy`` made while another thread learns is the state at a call boundary,
+    never a torn one; the price is one copy of the state per pickle. The lock itself is
+    not state: it is left out of the pickle and recreated on the next write.
     """
 
     def __getstate__(self):
         with _held(self):
             # a copy: object.__getstate__ may return the instance's own __dict__
             state = dict(super().__getstate__())
-        state.pop("_stream_lock", None)
+            state.pop("_stream_lock", None)
+            if "_stream_lock" in self.__dict__:  # it has learned: arrays may be written
+                state = copy.deepcopy(state)
         return state
+
+    def __deepcopy__(self, memo):
+        with _held(self):
+            new = type(self).__new__(type(self))
+            memo[id(self)] = new
+            state = {k: v for k, v in self.__dict__.items() if k != "_stream_lock"}
+            new.__dict__.update(copy.deepcopy(state, memo))
+        return new
 
 
 def record_stream_params(estimator):

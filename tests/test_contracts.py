@@ -229,9 +229,12 @@ def test_copies_during_a_write_are_never_torn(name):
             done.set()
 
     def copier():
-        while not done.is_set():
+        while True:  # at least once, then until the writer is done
+            finished = done.is_set()
             copies.append(copy.deepcopy(est))
             copies.append(pickle.loads(pickle.dumps(est)))
+            if finished:
+                break
 
     threads = [threading.Thread(target=writer), threading.Thread(target=copier)]
     for t in threads:
