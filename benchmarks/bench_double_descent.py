@@ -1,4 +1,4 @@
-"""Double descent of ABO on the paper's synthetic series (SPEC §6, ABO Tables 2–4).
+"""Double descent of ABO on the paper's synthetic series (ABO paper §3.7, Tables 2–4).
 
 Setting: ``x_t = 2x_{t−1}/(1 + 0.8x_{t−1}²) + ε_t`` (``make_abo_series``), recursively
 standardised (each value with the mean and standard deviation of the values before it),
@@ -171,7 +171,7 @@ def print_tables(rows, preds, dims):
             np.max(np.abs(preds[(1.0, D)] - preds[(0.9, D)])) / np.max(np.abs(preds[(1.0, D)]))
             for D in over
         )
-        print(f"\nλ-independence for D > N (SPEC §2 identity): max relative |ŷ(λ=1) − ŷ(λ=0.9)| "
+        print(f"\nλ-independence for D > N (min-norm identity): max relative |ŷ(λ=1) − ŷ(λ=0.9)| "
               f"= {dev:.2e} over D ∈ {over[0]}…{over[-1]}")
 
 

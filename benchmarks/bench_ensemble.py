@@ -15,7 +15,7 @@ Setting of the issue: ``D = 2¹⁴`` random Fourier features in total, window ``
   workers, between the chunks: the speed-up the machine allows at that moment (other
   jobs may hold the cores). The fixed cost of one call (20-row chunks) gives a model
   estimate for idle cores, printed as such.
-* **Accuracy** — prequential ResMSE and ResVAR (SPEC §5) of the 4-partition ensemble, of
+* **Accuracy** — prequential ResMSE and ResVAR (ABO paper §3.3) of the 4-partition ensemble, of
   one full-width model on the same ``D = 2¹⁴`` draw, and of one partition alone
   (the ensemble's first block, ``D = 2¹²``), on the ABO synthetic series (10,500
   values, 7 lags, σ = 1, the last 10,000 rows scored) and on the bundled half-hourly

@@ -1,4 +1,4 @@
-"""ORFit on rotated digits (SPEC §6; the ORFit paper's §5 experiment on scikit-learn data).
+"""ORFit on rotated digits (the ORFit paper's §5 experiment on scikit-learn data).
 
 Images of the digit 2 from :func:`sklearn.datasets.load_digits`, rotated by an angle
 ``θ ~ U[0, π]`` with :func:`scipy.ndimage.rotate`; the target is ``θ`` (radians); the

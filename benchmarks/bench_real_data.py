@@ -1,6 +1,6 @@
 """Real data: ABO vs SW-KRLS vs QRD-RLS, tuned on validation folds, reported on test folds.
 
-The ABO paper's real-data comparison (SPEC §6, the shape of its Tables 7 and 8) on the two
+The ABO paper's real-data comparison (§4, the shape of its Tables 7 and 8) on the two
 series bundled with the package:
 
 * ``electricity`` — first differences of the half-hourly England & Wales demand

@@ -1,6 +1,6 @@
 """Numerical stability on a long overparameterised stream: covariance-form RLS vs QR-EWRLS.
 
-Setting (SPEC §4, ABO Appendix A and §6.2): ``D = 64`` features, inputs confined to a
+Setting (ABO Appendix A and §3.3): ``D = 64`` features, inputs confined to a
 generic rank-``r = 8`` subspace (``z_t = B c_t``, ``B`` a fixed Gaussian ``D×r`` matrix,
 ``c_t ~ N(0, I_r)``), targets ``y_t = sin(z_tᵀβ_a) + 0.5 z_tᵀβ_b + 0.05 ε_t``; window
 ``N = 20 < D``; forgetting factors ``λ ∈ {0.9, 0.99}``.

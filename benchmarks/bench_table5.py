@@ -9,7 +9,7 @@ Every time includes the random-feature map of the rows. Columns:
   ``learn_one`` per row;
 * ``sklearn``  — the scikit-learn API per row: ``transform``, ``predict``, ``partial_fit``
   on one-row arrays (full input validation each call);
-* ``C++``      — the authors' figure (SPEC §6, i7-1370P, single thread);
+* ``C++``      — the authors' figure (ABO paper §3.8, i7-1370P, single thread);
 * ``floor``    — measured here: per row, one RFF row and one ``N×D`` matrix-vector
   product, the least any exact method of this kind must do.
 

@@ -1,6 +1,6 @@
 """Tune ABO's window and σ on validation folds, report ResMSE / ResVAR on later test folds.
 
-The ABO paper's real-data protocol (SPEC §6) with stock scikit-learn tools, on a series
+The ABO paper's real-data protocol (§4) with stock scikit-learn tools, on a series
 bundled with the package:
 
 1. the series (first differences of the half-hourly England & Wales demand, or daily

@@ -4,7 +4,7 @@ Data flows one way: a 1-D series → (optional differencing) → recursive stand
 (each value with the mean and standard deviation of the values *before* it) → lags →
 model → prequential predictions, mapped back to the series' units with the same past
 statistics. Nothing here looks ahead: the forecast of value ``t`` uses values ``< t``
-only (SPEC §0).
+only (the prequential protocol, user guide).
 
 The functions are plain and importable, so the command line (:mod:`sklearn_orfit._cli`),
 the documentation's examples and the tests share them. Plots need matplotlib and the
@@ -48,7 +48,7 @@ MODELS = ("abo", "orfit", "ensemble", "sw-krls", "qrd-rls", "ewrls")
 TRANSFORMS = ("none", "diff", "logdiff")
 
 # ABO paper, Table 5: the authors' C++ (Google Benchmark, i7-1370P, one thread),
-# milliseconds per 1000 predict+update steps, N = 20, 7 lags (SPEC §6).
+# milliseconds per 1000 predict+update steps, N = 20, 7 lags (ABO paper §3.8).
 TABLE5_CPP_MS = {
     2: 6.11, 4: 6.25, 8: 7.59, 16: 9.22, 32: 13.25, 64: 19.79, 128: 36.00,
     256: 64.30, 512: 438.02, 1024: 887.13, 2048: 1495.53, 4096: 2699.60,
@@ -425,7 +425,7 @@ def speed_sweep(dims, *, n_steps=1000, window_size=20, n_lags=7, repeat=3,
                 one_row=True, quiet=True):
     """Milliseconds per ``n_steps`` predict+update steps of RFF → QR-EWRLS for each D.
 
-    ABO Table 5 setting (SPEC §6): the synthetic series, ``N = 20``, 7 lags; the window
+    ABO Table 5 setting (ABO paper §3.8): the synthetic series, ``N = 20``, 7 lags; the window
     is filled before timing. "chunked" is one :func:`prequential_predict` call over the
     steps (features included); "one-row" is ``transform_one`` + ``predict_one`` +
     ``learn_one`` per row. Best of ``repeat``. Returns one dict per ``D``.
@@ -458,7 +458,7 @@ def speed_sweep(dims, *, n_steps=1000, window_size=20, n_lags=7, repeat=3,
 def double_descent_sweep(dims, *, n_updates=10_000, lambdas=(1.0, 0.9), window_size=20,
                          n_lags=7, sigma=1.0, random_state=0, chunk_size=1000,
                          quiet=True):
-    """Prequential error of RFF → QR-EWRLS against the number of features D (SPEC §6).
+    """Prequential error of RFF → QR-EWRLS against the number of features D (ABO paper §3.7).
 
     The ABO synthetic series, recursively standardised, 7 lags; the rows before the
     last ``n_updates`` fill the window, the last ``n_updates`` are predicted then

@@ -1,4 +1,4 @@
-"""Prequential (predict-then-update) evaluation of streaming estimators (SPEC §0)."""
+"""Prequential (predict-then-update) evaluation of streaming estimators."""
 
 import numpy as np
 from sklearn.utils import check_array, check_consistent_length

@@ -1,4 +1,4 @@
-"""Error measures of prequential (predict-then-update) evaluation (SPEC §5).
+"""Error measures of prequential (predict-then-update) evaluation (ABO paper §3.3).
 
 All functions take the targets and the *prequential* predictions of a stream (for
 example from :func:`sklearn_orfit.prequential_predict`) and reduce the errors

@@ -1,4 +1,4 @@
-"""Prequential model selection with stock scikit-learn tools (SPEC §0, §5, §6).
+"""Prequential model selection with stock scikit-learn tools (the ABO paper's §4 protocol).
 
 scikit-learn's cross-validation fits a model on a training set and scores a *frozen*
 model on a test set. Online learners are judged differently: the model is warmed up on

@@ -1,4 +1,4 @@
-"""QREWRLSRegressor against the from-scratch oracle of SPEC §2, at every step."""
+"""QREWRLSRegressor against the from-scratch oracle (lstsq on the weighted window), at every step."""
 
 import copy
 import pickle

@@ -7,7 +7,7 @@ __all__ = ["make_abo_series", "make_lagged"]
 
 
 def make_abo_series(n_samples=10500, *, random_state=None):
-    """Generate the ABO paper's non-linear autoregressive series (SPEC §6).
+    """Generate the ABO paper's non-linear autoregressive series (ABO paper §3.1).
 
     ``x_t = 2 x_{t-1} / (1 + 0.8 x_{t-1}²) + ε_t`` with ``ε_t ~ U(-1, 1)`` and
     ``x_0 ~ U(-1, 1)``.
