@@ -311,8 +311,10 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         # N×N inverse is updated in place (see _restore_inverse for a failure half-way)
         Xr, Yr, dual = self._X.copy(), self._Y.copy(), self._dual.copy()
         Kinv = self._Kinv
-        if not Kinv.flags.f_contiguous:  # e.g. a state restored by a foreign unpickler
-            Kinv = self._Kinv = np.asfortranarray(Kinv)
+        if not (Kinv.flags.f_contiguous and Kinv.flags.writeable):
+            # a state restored by a foreign unpickler, or loaded with joblib's
+            # mmap_mode="r" (BLAS would write into the read-only map): a private copy
+            Kinv = self._Kinv = np.array(Kinv, order="F")
         pos, n_seen, n_ref = self._pos, self.n_samples_seen_, self.n_refactorizations_
         Y_pred = np.empty_like(Y) if predict else None
         # blocks of at most N rows, so that no slot is written twice within a block

@@ -12,6 +12,8 @@
 """
 
 import pickle
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -612,3 +614,24 @@ def test_baselines_set_params_mid_stream_is_refused(make, param, value):
         reg, lambda: make(**{param: value}), param, _regressor_calls(X[20:], y[20:]), (X, y)
     )
     assert_allclose(reg.predict(X[:3]), make(**{param: value}).fit(X, y).predict(X[:3]))
+
+
+def test_sw_krls_memory_mapped_model_continues_without_crashing(tmp_path):
+    # joblib.load(mmap_mode="r") gave a read-only inverse that the in-place BLAS update
+    # wrote into: a segmentation fault. Run in a subprocess, so that a crash is a failure.
+    script = f"""
+import joblib, numpy as np
+from sklearn_orfit import SlidingWindowKRLSRegressor
+rng = np.random.default_rng(0)
+X = rng.normal(size=(60, 3)); y = np.sin(X[:, 0])
+est = SlidingWindowKRLSRegressor(8).fit(X[:30], y[:30])
+joblib.dump(est, {str(tmp_path / "model.joblib")!r})
+loaded = joblib.load({str(tmp_path / "model.joblib")!r}, mmap_mode="r")
+assert not loaded._Kinv.flags.writeable
+loaded.partial_fit(X[30:], y[30:])
+est.partial_fit(X[30:], y[30:])
+assert np.array_equal(loaded.predict(X[:5]), est.predict(X[:5]))
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:]
