@@ -24,7 +24,7 @@ from scipy.linalg.blas import dnrm2
 
 from ._window import OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, normalise_rows
 from ._window_solvers import (
-    GRAM_KAPPA_MAX, lstsq_stack, solve_normal_stack,
+    GRAM_KAPPA_MAX, _probes, lstsq_stack, solve_normal_stack,
 )
 
 __all__ = ["BatchSolver"]
@@ -271,7 +271,8 @@ class BatchSolver:
             shift = self.alpha / ((1.0 if w is None else w) * s * s)
             dec |= ~(shift <= _SHIFT_MAX)
             S.flat[:: self.N + 1] += np.where(dec, 0.0, shift)
-        rhs = buf.Y / np.where(s > 0, s, 1.0)[:, None]
+        # (under the caller's np.errstate: y/0 of a decoupled row is zeroed below)
+        rhs = buf.Y / s[:, None]
         any_dec = dec.any()
         if any_dec:
             S[dec, :] = 0.0
@@ -373,27 +374,37 @@ def _gram_of_window(band, n, N):
 def _cho_solve_checked(S, rhs, pad=None, spread=1.0, unit=False):
     """Cholesky solve of one SPD system, or ``None`` when it is too ill-conditioned.
 
-    The single-window counterpart of :func:`solve_normal_stack`, in one LAPACK call
-    (``dposvx``: equilibration, Cholesky, solve, iterative refinement and the condition
-    estimate). A system is accepted when ``κ₁ · spread ≤ GRAM_KAPPA_MAX``, ``κ₁`` the
-    1-norm condition number LAPACK estimates for the (equilibrated) matrix, times the
-    diagonal's spread when it had to be equilibrated (as the stacked solver's Jacobi
-    scaling). ``pad`` rows, already zero, are decoupled. ``unit``: the diagonal is
-    already 1 (a Gram matrix of unit rows). ``S`` is overwritten.
+    The single-window twin of :func:`solve_normal_stack` (Jacobi scaling, the same
+    two-probe condition estimate times ``spread``); ``pad`` rows, already zero, are
+    decoupled. ``unit``: the diagonal is already 1 (a Gram matrix of unit rows), no
+    scaling. ``S`` is overwritten.
     """
     if pad is not None:
         i = np.flatnonzero(pad)
         S[i, i] = 1.0
-    if not unit:
-        diag = S.diagonal()
-        lo, hi = diag.min(), diag.max()
-        if not lo > 0.0:
+    if unit:
+        diag, d = None, None
+    else:
+        diag = S.diagonal().copy()
+        if not diag.min() > 0.0:
             return None
-        spread = spread * (hi / lo)
+        d = np.sqrt(diag)
+        S /= np.multiply.outer(d, d)
+    flat = S.ravel()
+    norm2 = flat @ flat  # ‖Ŝ‖_F², before S is factorised in place
     # S is symmetric: its transpose is a Fortran-ordered view LAPACK takes without a copy
-    out = lapack.dposvx(S.T, rhs, fact="N" if unit else "E", lower=1, overwrite_a=1)
-    x, rcond, info = out[5], out[6], out[9]
-    # info > 0: not positive definite, or rcond below eps
-    if info != 0 or not spread <= GRAM_KAPPA_MAX * rcond:
+    L, info = lapack.dpotrf(S.T, lower=1, clean=0, overwrite_a=1)
+    if info != 0:
         return None
-    return x
+    n, c = rhs.shape
+    buf = np.empty((n, c + 2), order="F")
+    buf[:, :c] = rhs if unit else rhs / d[:, None]
+    buf[:, c:] = _probes(n)
+    sol, info = lapack.dpotrs(L, buf, lower=1, overwrite_b=1)
+    u, v = sol[:, c], sol[:, c + 1]
+    kappa = np.sqrt(norm2 * max(u @ u, v @ v)) * spread
+    if not unit:
+        kappa *= diag.max() / diag.min()
+    if info != 0 or not kappa <= GRAM_KAPPA_MAX:
+        return None
+    return sol[:, :c] if unit else sol[:, :c] / d[:, None]

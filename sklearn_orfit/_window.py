@@ -122,7 +122,7 @@ class WindowBuffer:
             # invariant: G[i, j] = ẑ_i·ẑ_j for every pair of slots
             self.G[p, :] = k
             self.G[:, p] = k
-            self.G[p, p] = zh @ zh
+            self.G[p, p] = 1.0 if s > 0 else 0.0  # ẑ·ẑ of a unit (or zero) row
         self.pos = (p + 1) % self.N
         self.n = min(self.n + 1, self.N)
 
