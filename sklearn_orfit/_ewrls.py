@@ -139,18 +139,18 @@ class EWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         # P_0 = δ⁻¹ I
         self.inverse_gram_ = np.eye(n_features) / self.delta
         self.coef_ = np.zeros(n_features if y_ndim == 1 else (n_features, n_targets))
-        self._stream_params = (self.forgetting_factor, self.delta)
+        self._stream_param_values = (self.forgetting_factor, self.delta)
         self.n_samples_seen_ = 0
 
-    _STREAM_PARAMS = ("forgetting_factor", "delta")
+    _stream_params = ("forgetting_factor", "delta")
 
     def _check_stream_params(self):
         """``P`` was built with the parameters the stream started with."""
-        saved = self.__dict__.get("_stream_params")
+        saved = self.__dict__.get("_stream_param_values")
         current = (self.forgetting_factor, self.delta)
         if saved is None or saved == current:
             return  # (None: a state pickled before the parameters were recorded)
-        changed = [k for k, a, b in zip(self._STREAM_PARAMS, current, saved) if a != b]
+        changed = [k for k, a, b in zip(self._stream_params, current, saved) if a != b]
         raise ValueError(
             f"{', '.join(changed)} changed (set_params) since this stream started; the "
             "recursion's state (P and the coefficients) was built with the previous "

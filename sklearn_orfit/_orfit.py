@@ -475,33 +475,34 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
         "_pca_cache",
         "_rng",
         "_n_targets",
-        "_stream_params",
+        "_stream_param_values",
+        "_stream_coef_init",
     )
 
-    _STREAM_PARAMS = _STREAM_PARAMS
+    _stream_params = _STREAM_PARAMS  # the names (values: _stream_param_values)
 
-    def _stream_param_values(self):
+    def _current_stream_params(self):
         """``(values, coef_init copy)``: the copy catches an array changed in place."""
         coef_init = None if self.coef_init is None else np.array(self.coef_init, dtype=np.float64)
         return _get_stream_params(self), coef_init
 
     def _check_stream_params(self):
         """The state was built with the parameters the stream started with."""
-        saved = self.__dict__.get("_stream_params")
-        if saved is None:  # a state pickled before the parameters were recorded
+        values = self.__dict__.get("_stream_param_values")
+        if values is None:  # a state pickled before the parameters were recorded
             return
-        values, coef_init = saved
+        coef_init = self.__dict__.get("_stream_coef_init")
         current = _get_stream_params(self)
         if all(map(operator.is_, current, values)) and (
             coef_init is None or np.array_equal(np.asarray(self.coef_init), coef_init)
         ):
             return  # the usual case: the very same objects, no comparison needed
-        now = dict(zip(self._STREAM_PARAMS, current))
-        before = dict(zip(self._STREAM_PARAMS, values))
+        now = dict(zip(self._stream_params, current))
+        before = dict(zip(self._stream_params, values))
         if self.coef_init is not None:
             now["coef_init"] = np.array(self.coef_init, dtype=np.float64)
         before["coef_init"] = coef_init
-        changed = [name for name in self._STREAM_PARAMS
+        changed = [name for name in self._stream_params
                    if not _same_param(now[name], before[name])]
         if changed:
             raise ValueError(
@@ -540,7 +541,7 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
         self._n_coords = 0
         self._pca_cache = None
         self._rng = check_random_state(self.random_state)
-        self._stream_params = self._stream_param_values()
+        self._stream_param_values, self._stream_coef_init = self._current_stream_params()
         self.n_samples_seen_ = 0
 
     def _learn(self, X, y, *, reset, batch_size, predict):

@@ -173,21 +173,21 @@ class QRDRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         self._M = np.zeros((d, d + n_targets))
         self._M[:, :d] = np.sqrt(self.alpha) * np.eye(d)
         self.coef_ = np.zeros(d if y_ndim == 1 else (d, n_targets))
-        self._stream_params = self._params()
+        self._stream_param_values = self._params()
         self.n_samples_seen_ = 0
         self.n_refactorizations_ = 0
 
-    _STREAM_PARAMS = ("window_size", "alpha", "forgetting_factor")
+    _stream_params = ("window_size", "alpha", "forgetting_factor")
 
     def _params(self):
         return (self.window_size, self.alpha, self.forgetting_factor)
 
     def _check_stream_params(self):
         """The factor was built with the parameters the stream started with."""
-        saved = self.__dict__.get("_stream_params")
+        saved = self.__dict__.get("_stream_param_values")
         if saved is None or saved == self._params():
             return  # (None: a state pickled before the parameters were recorded)
-        changed = [k for k, a, b in zip(self._STREAM_PARAMS, self._params(), saved) if a != b]
+        changed = [k for k, a, b in zip(self._stream_params, self._params(), saved) if a != b]
         raise ValueError(
             f"{', '.join(changed)} changed (set_params) since this stream started; the "
             "window's state was built with the previous values. Call fit to start a new "

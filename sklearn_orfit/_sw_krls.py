@@ -271,21 +271,21 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         self._Kinv = np.zeros((N, N), order="F")
         self._dual = np.zeros((N, n_targets))
         self._pos = 0
-        self._stream_params = self._params()
+        self._stream_param_values = self._params()
         self.n_samples_seen_ = 0
         self.n_refactorizations_ = 0
 
-    _STREAM_PARAMS = ("window_size", "length_scale", "alpha")
+    _stream_params = ("window_size", "length_scale", "alpha")
 
     def _params(self):
         return (self.window_size, self.length_scale, self.alpha)
 
     def _check_stream_params(self):
         """The window's inverse was built with the parameters the stream started with."""
-        saved = self.__dict__.get("_stream_params")
+        saved = self.__dict__.get("_stream_param_values")
         if saved is None or saved == self._params():
             return  # (None: a state pickled before the parameters were recorded)
-        changed = [k for k, a, b in zip(self._STREAM_PARAMS, self._params(), saved) if a != b]
+        changed = [k for k, a, b in zip(self._stream_params, self._params(), saved) if a != b]
         raise ValueError(
             f"{', '.join(changed)} changed (set_params) since this stream started; the "
             "window's state was built with the previous values. Call fit to start a new "

@@ -11,6 +11,7 @@ state learned from the rows *before* it, then learns the row, in one vectorised 
 look-ahead.
 """
 
+import functools
 from numbers import Integral, Real
 
 import numpy as np
@@ -30,6 +31,24 @@ _NO_EXPONENT = -1100
 # prequential_transform a block of rows keeps the units of its first row while its
 # values stay below 2^_HEADROOM of them (squares below 2^802).
 _HEADROOM = 400
+
+
+def _all_or_nothing(method):
+    """A learning call that raises (anything, ``KeyboardInterrupt`` included) leaves the
+    transformer's attributes exactly as they were (the state arrays are never written in
+    place, so restoring the attribute dict is exact)."""
+
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        saved = dict(self.__dict__)
+        try:
+            return method(self, *args, **kwargs)
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
+
+    return call
 
 
 def _scale_from_var(var, mean, n_samples):
@@ -204,6 +223,7 @@ class RecursiveStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstima
 
     # ------------------------------------------------------------------ learning
     @_fit_context(prefer_skip_nested_validation=True)
+    @_all_or_nothing
     def fit(self, X, y=None):
         """Reset, then learn the statistics of ``X``.
 
@@ -226,6 +246,7 @@ class RecursiveStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @_all_or_nothing
     def partial_fit(self, X, y=None):
         """Merge the statistics of ``X`` into the running ones.
 
@@ -249,6 +270,7 @@ class RecursiveStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstima
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @_all_or_nothing
     def prequential_transform(self, X, y=None):
         """Scale each row with the statistics of the rows before it, then learn it.
 
@@ -542,6 +564,7 @@ class LagTransformer(TransformerMixin, BaseEstimator):
         self.fill_value = fill_value
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @_all_or_nothing
     def fit(self, X, y=None):
         """Reset, then learn ``X`` as the start of the stream.
 
@@ -563,6 +586,7 @@ class LagTransformer(TransformerMixin, BaseEstimator):
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @_all_or_nothing
     def partial_fit(self, X, y=None):
         """Append ``X`` to the stream (only its last ``n_lags`` rows are kept).
 
@@ -606,6 +630,7 @@ class LagTransformer(TransformerMixin, BaseEstimator):
         return self._lags(X)
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @_all_or_nothing
     def prequential_transform(self, X, y=None):
         """Lags of each row from the rows before it, then learn the rows.
 
@@ -631,6 +656,7 @@ class LagTransformer(TransformerMixin, BaseEstimator):
         self._push(X)
         return Xt
 
+    @_all_or_nothing
     def fit_transform(self, X, y=None):
         """Reset, then return the lags within ``X`` (``fill_value`` before its start).
 
@@ -647,7 +673,7 @@ class LagTransformer(TransformerMixin, BaseEstimator):
             As :meth:`prequential_transform` on a fresh transformer.
         """
         self.__dict__.pop("history_", None)
-        self.__dict__.pop("_stream_params", None)
+        self.__dict__.pop("_stream_param_values", None)
         self.__dict__.pop("n_samples_seen_", None)
         self.__dict__.pop("n_features_in_", None)
         self.__dict__.pop("feature_names_in_", None)
@@ -677,18 +703,18 @@ class LagTransformer(TransformerMixin, BaseEstimator):
 
     def _init_state(self, n_features):
         self.history_ = np.full((self.n_lags, n_features), float(self.fill_value))
-        self._stream_params = (self.n_lags, self.fill_value)
+        self._stream_param_values = (self.n_lags, self.fill_value)
         self.n_samples_seen_ = 0
 
-    _STREAM_PARAMS = ("n_lags", "fill_value")
+    _stream_params = ("n_lags", "fill_value")
 
     def _check_stream_params(self):
         """``history_`` was built with the parameters the stream started with."""
-        saved = self.__dict__.get("_stream_params")
+        saved = self.__dict__.get("_stream_param_values")
         if saved is None:  # a state pickled before the parameters were recorded
             return
         current = (self.n_lags, self.fill_value)
-        changed = [name for name, a, b in zip(self._STREAM_PARAMS, current, saved)
+        changed = [name for name, a, b in zip(self._stream_params, current, saved)
                    if not (a == b or (a != a and b != b))]
         if changed:
             raise ValueError(

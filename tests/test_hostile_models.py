@@ -635,3 +635,62 @@ assert np.array_equal(loaded.predict(X[:5]), est.predict(X[:5]))
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# ------------------------------------------------------- interruptions of the pre-steps
+class _InterruptAtLine:
+    """Trace function: ``KeyboardInterrupt`` at the k-th line executed in ``filename``."""
+
+    def __init__(self, filename, k):
+        self.filename, self.k, self.count = filename, k, 0
+
+    def __call__(self, frame, event, arg):
+        return self._local if frame.f_code.co_filename == self.filename else None
+
+    def _local(self, frame, event, arg):
+        if event == "line":
+            self.count += 1
+            if self.count == self.k:
+                raise KeyboardInterrupt
+        return self._local
+
+
+def _run_traced(call, filename, k):
+    tracer = _InterruptAtLine(filename, k)
+    sys.settrace(tracer)
+    try:
+        call()
+    finally:
+        sys.settrace(None)
+    return tracer.count
+
+
+@pytest.mark.parametrize(
+    "make, method",
+    [
+        (lambda: RecursiveStandardScaler(), "partial_fit"),
+        (lambda: RecursiveStandardScaler(), "prequential_transform"),
+        (lambda: RecursiveStandardScaler(), "fit"),
+        (lambda: LagTransformer(2), "partial_fit"),
+        (lambda: LagTransformer(2), "prequential_transform"),
+        (lambda: LagTransformer(2), "fit_transform"),
+    ],
+)
+def test_pre_step_interrupted_anywhere_changes_nothing(make, method):
+    # an interrupt between two of the commit's assignments left n_samples_seen_ (or
+    # history_) of one call with the statistics of another
+    import sklearn_orfit.preprocessing as pre
+
+    X = _scaler_data(19)
+    est = make().partial_fit(X[:30])
+    before = _bytes(est)
+    ref = pickle.loads(before)
+    getattr(ref, method)(X[30:45])
+    after = _bytes(ref)
+    probe = pickle.loads(before)
+    n_lines = _run_traced(lambda: getattr(probe, method)(X[30:45]), pre.__file__, -1)
+    for k in range(1, n_lines + 1):
+        est = pickle.loads(before)
+        with pytest.raises(KeyboardInterrupt):
+            _run_traced(lambda: getattr(est, method)(X[30:45]), pre.__file__, k)
+        assert _bytes(est) in (before, after), f"interrupted at line {k}: a state in between"
