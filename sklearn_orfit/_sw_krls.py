@@ -6,6 +6,7 @@ oldest row by the new one is one symmetric matrix-vector product and one symmetr
 update of that inverse, both in place (BLAS ``dsymv``, ``dsyr2``).
 """
 
+import functools
 import math
 from numbers import Integral, Real
 
@@ -15,7 +16,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._stream import StreamingRegressorMixin, rollback_on_error, validate_stream
+from ._stream import StreamingRegressorMixin, on_rollback, rollback_on_error, validate_stream
 
 __all__ = ["SlidingWindowKRLSRegressor"]
 
@@ -34,9 +35,6 @@ _SAFE_LENGTH_SCALE = (2.0**-250, 2.0**250)
 # formula of the squared distances is used: its rounding error, ≈ 4ε times that, is
 # below 1e-11 in the exponent of the kernel; beyond it the distances are taken directly.
 _GRAM_MAX_SQ_NORM = 1e4
-# Targets beyond this size may overflow the dual coefficients (≤ N‖y‖/α): the call then
-# keeps a copy of the inverse, to be undone exactly if it does.
-_LARGE_TARGET = 1e250
 
 
 class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
@@ -106,7 +104,7 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     one symmetric matrix-vector product and one symmetric rank-two update of the ``N×N``
     inverse (BLAS ``dsymv`` and ``dsyr2``, in place, each reading one triangle), and
     ``O(N·c)`` for the dual coefficients of ``c`` targets: ``O(N·d + N² + N·c)``, with no
-    ``N×N`` array allocated or copied. The state is the window (``O(N·d)``) and the
+    ``N×N`` array allocated or copied except the one undo copy per call (see below). The state is the window (``O(N·d)``) and the
     inverse, held in ring-buffer order (slot ``i`` of the buffers is row ``i`` of the
     inverse; only its upper triangle is stored and updated); memory is
     ``O(N² + N·d)`` whatever the number of rows in a call.
@@ -137,11 +135,11 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     :meth:`prequential_predict` or :meth:`predict` raises ``ValueError`` (call
     :meth:`fit` to start a stream with the new values).
 
-    The update works in place, so a failing call is undone as follows: input errors are
-    detected before any state is touched (the estimator is unchanged, bit for bit); an
-    interruption inside the update (``KeyboardInterrupt``, ``MemoryError``) restores the
-    window and the counters exactly and recomputes the inverse of that window from
-    scratch, which agrees with the uninterrupted state to rounding.
+    The update works in place; a call that fails (bad input, an overflow, or an
+    interruption such as ``KeyboardInterrupt`` anywhere inside it) leaves the estimator
+    exactly as it was, bit for bit: the window, the dual coefficients and the counters
+    are worked on as copies, and the inverse is restored from a copy taken at the start
+    of the call (``O(N²)`` once per call, besides the ``O(N²)`` update of each row).
 
     References
     ----------
@@ -308,7 +306,7 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         N, alpha, s2 = self.window_size, float(self.alpha), float(self.length_scale)
         period = max(_REFACTOR_WINDOWS * N, _REFACTOR_MIN_ROWS)
         # the window and the dual coefficients are O(N·(d + c)): worked on as copies; the
-        # N×N inverse is updated in place (see _restore_inverse for a failure half-way)
+        # N×N inverse is updated in place, and a copy of it undoes the call exactly
         Xr, Yr, dual = self._X.copy(), self._Y.copy(), self._dual.copy()
         Kinv = self._Kinv
         if not (Kinv.flags.f_contiguous and Kinv.flags.writeable):
@@ -319,10 +317,11 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         Y_pred = np.empty_like(Y) if predict else None
         # blocks of at most N rows, so that no slot is written twice within a block
         step = max(1, min(N, _MAX_DIFF_SIZE // (N * X.shape[1])))
-        # dual coefficients can overflow only with huge targets: then a copy of the
-        # inverse makes the undo exact
-        large = max(np.abs(Y).max(initial=0.0), np.abs(Yr).max(initial=0.0)) > _LARGE_TARGET
-        saved_inverse = Kinv.copy(order="F") if large else None
+        # undo of the in-place writes, if this call fails or an enclosing one (a
+        # pipeline's) fails after it: one O(N²) copy per call, far less than the O(N²)
+        # update of each row
+        original, saved = Kinv, Kinv.copy(order="F")
+        on_rollback(functools.partial(np.copyto, original, saved))
         try:
             # an overflow is detected below and reported as an error
             with np.errstate(over="ignore", invalid="ignore"):
@@ -364,29 +363,11 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
                     "large for this alpha (|dual| ≤ N·|y|/α); rescale y or increase alpha."
                 )
         except BaseException:
-            if saved_inverse is not None:
-                self._Kinv[...] = saved_inverse  # the array the state holds, in place
-            else:
-                self._restore_inverse()
+            np.copyto(original, saved)  # the array the state holds, exactly as it was
             raise
-        self._X, self._Y, self._Kinv, self._dual, self._pos = Xr, Yr, Kinv, dual, pos
-        self.n_samples_seen_, self.n_refactorizations_ = n_seen, n_ref
+        (self._X, self._Y, self._Kinv, self._dual, self._pos, self.n_samples_seen_,
+         self.n_refactorizations_) = Xr, Yr, Kinv, dual, pos, n_seen, n_ref
         return Y_pred
-
-    def _restore_inverse(self):
-        """After a failure half-way through :meth:`_learn`: the window's inverse, anew.
-
-        The window, the dual coefficients and the counters were only modified as copies,
-        so they still describe the state before the call; the inverse, updated in place,
-        is recomputed from that window (it then agrees with the carried one to rounding).
-        """
-        if self.n_samples_seen_ == 0:
-            self._Kinv[...] = 0.0
-            return
-        Kinv, _ = _inverse_kernel(self._X, self._Y, n_window=self.n_window_,
-                                  length_scale=float(self.length_scale),
-                                  alpha=float(self.alpha))
-        self._Kinv[...] = Kinv
 
 
 def _gaussian_kernel(A, B, length_scale):

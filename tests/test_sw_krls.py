@@ -147,13 +147,16 @@ def test_scheduled_refactorisation_resets_the_rounding_error():
 
 def test_interrupted_update_restores_the_window(monkeypatch):
     # a failure half-way through the in-place update (here: the third BLAS rank-two
-    # update raises) leaves the window and counters as they were, and an inverse that
-    # agrees with the one before the call to rounding
+    # update raises) leaves the estimator exactly as it was: the window and counters,
+    # and the inverse bit for bit (it was recomputed from the window before: equal to
+    # rounding only)
+    import pickle
+
     N = 30
     X, y = _stream_with_duplicates(120, 3, seed=5)
     reg = SlidingWindowKRLSRegressor(N, alpha=1e-2).fit(X[:60], y[:60])
     ref = SlidingWindowKRLSRegressor(N, alpha=1e-2).fit(X[:60], y[:60])
-    before_window, before_inverse = reg.X_window_, reg.inverse_kernel_
+    before = pickle.dumps(reg)
 
     real, calls = sw_krls.blas, []
 
@@ -172,18 +175,16 @@ def test_interrupted_update_restores_the_window(monkeypatch):
         reg.partial_fit(X[60:], y[60:])
     monkeypatch.undo()
     assert len(calls) == 3
-    assert reg.n_samples_seen_ == 60 and reg.n_refactorizations_ == 0
-    assert_array_equal(reg.X_window_, before_window)
-    assert _rel_err(reg.inverse_kernel_, before_inverse) <= 1e-12
-    # the stream continues as if the call had not happened
-    np.testing.assert_allclose(reg.prequential_predict(X[60:], y[60:]),
-                               ref.prequential_predict(X[60:], y[60:]), rtol=1e-9,
-                               atol=1e-11)
+    assert pickle.dumps(reg) == before
+    # the stream continues as if the call had not happened, bit for bit
+    assert_array_equal(reg.prequential_predict(X[60:], y[60:]),
+                       ref.prequential_predict(X[60:], y[60:]))
 
 
-def test_one_row_update_allocates_no_window_sized_matrix():
-    # the N×N inverse is updated in place: a one-row call allocates O(N + d), never a
-    # copy of the inverse (N² floats = 1.28 MB here)
+def test_one_row_update_allocates_one_copy_of_the_inverse_at_most():
+    # the N×N inverse is updated in place: a one-row call allocates O(N + d) and the one
+    # copy of the inverse that undoes a failed call (N² floats = 1.28 MB here), nothing
+    # else window-sized
     import tracemalloc
 
     N = 400
@@ -195,4 +196,4 @@ def test_one_row_update_allocates_no_window_sized_matrix():
         reg.partial_fit(X[t : t + 1], y[t : t + 1])
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert peak < N * N * 8 / 4
+    assert peak < N * N * 8 * 1.25
