@@ -19,6 +19,8 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, 
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._stream import StreamLockMixin, check_stream_params, record_stream_params, stream_update
+
 __all__ = ["LagTransformer", "RecursiveStandardScaler"]
 
 _EPS = np.finfo(np.float64).eps
@@ -34,19 +36,16 @@ _HEADROOM = 400
 
 
 def _all_or_nothing(method):
-    """A learning call that raises (anything, ``KeyboardInterrupt`` included) leaves the
-    transformer's attributes exactly as they were (the state arrays are never written in
-    place, so restoring the attribute dict is exact)."""
+    """A learning call under the update template (:func:`~sklearn_orfit._stream.
+    stream_update`): thread-safe, and a call that raises (anything, ``KeyboardInterrupt``
+    included) leaves the transformer exactly as it was — and is undone with the
+    enclosing call (a pipeline's) if that fails later. The state arrays are never
+    written in place, so restoring the attributes is exact."""
 
     @functools.wraps(method)
     def call(self, *args, **kwargs):
-        saved = dict(self.__dict__)
-        try:
+        with stream_update(self, check_params=False):
             return method(self, *args, **kwargs)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
 
     return call
 
@@ -107,7 +106,8 @@ def _units(exponent):
     return np.where(exponent == _NO_EXPONENT, 0, exponent)
 
 
-class RecursiveStandardScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
+class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, TransformerMixin,
+                              BaseEstimator):
     """Streaming z-scoring: each row scaled with the mean and std of the stream before it.
 
     :meth:`partial_fit` keeps the running mean and (population, ``ddof=0``) variance of
@@ -481,7 +481,7 @@ def _check_output_finite(Xt):
     return Xt
 
 
-class LagTransformer(TransformerMixin, BaseEstimator):
+class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
     """The previous ``n_lags`` rows of the stream as features, kept across calls.
 
     Row ``t`` becomes ``[x_{t−1}, x_{t−2}, ..., x_{t−n_lags}]`` (each a full input row;
@@ -703,25 +703,14 @@ class LagTransformer(TransformerMixin, BaseEstimator):
 
     def _init_state(self, n_features):
         self.history_ = np.full((self.n_lags, n_features), float(self.fill_value))
-        self._stream_param_values = (self.n_lags, self.fill_value)
+        record_stream_params(self)
         self.n_samples_seen_ = 0
 
     _stream_params = ("n_lags", "fill_value")
 
     def _check_stream_params(self):
         """``history_`` was built with the parameters the stream started with."""
-        saved = self.__dict__.get("_stream_param_values")
-        if saved is None:  # a state pickled before the parameters were recorded
-            return
-        current = (self.n_lags, self.fill_value)
-        changed = [name for name, a, b in zip(self._stream_params, current, saved)
-                   if not (a == b or (a != a and b != b))]
-        if changed:
-            raise ValueError(
-                f"{', '.join(changed)} changed (set_params) since this stream started; "
-                "history_ was built with the previous values. Call fit to start a new "
-                "stream with the new parameters."
-            )
+        check_stream_params(self)
 
     def _push(self, X):
         E = np.concatenate([self.history_, X])
