@@ -77,7 +77,7 @@ def _standardise(Z, var_s, mean_s, n_samples, exponent):
     """
     constant = _constant(var_s, mean_s, n_samples)
     with np.errstate(over="ignore"):
-        return np.where(constant, np.ldexp(Z, exponent),
+        return np.where(constant, _pow2(Z, exponent),
                         Z / np.where(constant, 1.0, np.sqrt(var_s)))
 
 
@@ -89,20 +89,31 @@ def _scaled_statistics(mean_s, m2s, exponent, n_samples):
     (0).
     """
     u = _units(exponent)
-    return (u, np.ldexp(mean_s, exponent - u),
-            np.ldexp(m2s, 2 * (exponent - u)) / n_samples)
+    if u is exponent:
+        return u, mean_s, m2s / n_samples
+    return u, _pow2(mean_s, exponent - u), _pow2(m2s, 2 * (exponent - u)) / n_samples
 
 
-def _exponents(X):
-    """Exponent ``e`` of each entry, ``|x|`` in ``[2^(e−1), 2^e)``; ``_NO_EXPONENT`` for 0."""
-    A = np.abs(X)
-    e = np.frexp(A)[1].astype(np.int64)
-    e[A == 0.0] = _NO_EXPONENT
+def _exponents(m):
+    """Exponent ``e`` of each ``m ≥ 0``, ``m`` in ``[2^(e−1), 2^e)``; ``_NO_EXPONENT`` for 0."""
+    e = np.frexp(m)[1].astype(np.int64)
+    e[m == 0.0] = _NO_EXPONENT
     return e
+
+
+def _pow2(A, e):
+    """``A · 2^e`` (``e`` an integer per column), exact barring subnormal results."""
+    if not e.any():
+        return A
+    if A.size > 4 * e.size and -1000 < e.min() and e.max() < 1000:
+        return A * np.ldexp(1.0, e)  # normal powers of two: the products are exact
+    return np.ldexp(A, e)
 
 
 def _units(exponent):
     """The exponent used to apply the statistics: 0 for a column never non-zero."""
+    if exponent.min(initial=0) > _NO_EXPONENT:
+        return exponent  # (the usual case: no column of zeros only)
     return np.where(exponent == _NO_EXPONENT, 0, exponent)
 
 
@@ -299,16 +310,17 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
         # (rows ≤ it only, so no look-ahead) and the block ends before a row that is
         # 2^_HEADROOM larger. Blocks are exact rescalings, so at ordinary scales there is
         # one block and the result does not depend on e, bit for bit.
-        running = np.maximum.accumulate(np.vstack([self._exp, _exponents(X)]), axis=0)[1:]
+        running_max = np.maximum.accumulate(np.abs(X), axis=0)  # max |x| of rows ≤ t
         n0, mean0, m2s0, exp0 = self.n_samples_seen_, self._mean_s, self._m2s, self._exp
         start = 0
         while start < b:
-            e = running[start]
-            beyond = np.any(running[start:] > e + _HEADROOM, axis=1)
+            e = np.maximum(self._exp, _exponents(running_max[start]))
+            with np.errstate(over="ignore"):  # 2^(e + 400) beyond the range: inf
+                beyond = np.any(running_max[start:] >= np.ldexp(1.0, e + _HEADROOM), axis=1)
             stop = start + int(np.argmax(beyond)) if beyond.any() else b
             n0, mean0, m2s0 = self._prequential_block(
-                X[start:stop], Xt[start:stop], n0=n0, mean0s=np.ldexp(mean0, exp0 - e),
-                m2s0=np.ldexp(m2s0, 2 * (exp0 - e)), e=e,
+                X[start:stop], Xt[start:stop], n0=n0, mean0s=_pow2(mean0, exp0 - e),
+                m2s0=_pow2(m2s0, 2 * (exp0 - e)), e=e,
             )
             exp0, start = e, stop
         self._merge(X)
@@ -321,7 +333,7 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
         block: ``(n, mean in units 2^e, M2 in units 4^e)``.
         """
         b = X.shape[0]
-        Xs = np.ldexp(X, -e)
+        Xs = _pow2(X, -e)
         # the shift keeps the prefix sums small; before any row, the first row is used
         ref = mean0s if n0 > 0 else Xs[0]
         n_incl = (n0 + np.arange(1, b + 1, dtype=np.float64))[:, None]
@@ -361,7 +373,7 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
         X = validate_data(self, X, reset=False, dtype=np.float64)
         # in units 2^e of each column (exact): X − mean_ cannot overflow needlessly
         e, mean_s, var_s = self._scaled_statistics()
-        return self._apply_scaled(np.ldexp(X, -e), mean_s, var_s, self.n_samples_seen_, e)
+        return self._apply_scaled(_pow2(X, -e), mean_s, var_s, self.n_samples_seen_, e)
 
     def inverse_transform(self, X):
         """Undo :meth:`transform` with the current statistics.
@@ -380,10 +392,10 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
         X = validate_data(self, X, reset=False, dtype=np.float64)
         e, mean_s, _ = self._scaled_statistics()
         with np.errstate(over="ignore"):
-            Xt = X * np.ldexp(self._scale, -e) if self.with_std else np.ldexp(X, -e)
+            Xt = X * _pow2(self._scale, -e) if self.with_std else _pow2(X, -e)
             if self.with_mean:
                 Xt += mean_s
-            Xt = np.ldexp(Xt, e)
+            Xt = _pow2(Xt, e)
         return _check_output_finite(Xt)
 
     # ------------------------------------------------------------------ state
@@ -432,10 +444,10 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
         n_a, n_b = self.n_samples_seen_, X.shape[0]
         if n_b == 0:
             return
-        e = np.maximum(self._exp, _exponents(X).max(axis=0))
-        Xs = np.ldexp(X, -e)
-        mean_a = np.ldexp(self._mean_s, self._exp - e)
-        m2_a = np.ldexp(self._m2s, 2 * (self._exp - e))
+        e = np.maximum(self._exp, _exponents(np.abs(X).max(axis=0)))
+        Xs = _pow2(X, -e)
+        mean_a = _pow2(self._mean_s, self._exp - e)
+        m2_a = _pow2(self._m2s, 2 * (self._exp - e))
         mean_b = Xs.mean(axis=0)
         d = Xs - mean_b
         m2_b = np.einsum("ij,ij->j", d, d)
@@ -447,12 +459,15 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
         u, mean_s, var_s = _scaled_statistics(mean, m2, e, n)
         # var_ in the units of X² under- or overflows for |x| beyond about 1e±154;
         # scale_ comes from the scaled variance and stays exact
-        with np.errstate(over="ignore", under="ignore"):
-            var = np.ldexp(var_s, 2 * u)
-        scale = np.where(_constant(var_s, mean_s, n), 1.0, np.ldexp(np.sqrt(var_s), u))
+        if np.abs(u).max(initial=0) < 500:
+            var = _pow2(var_s, 2 * u)
+        else:
+            with np.errstate(over="ignore", under="ignore"):
+                var = np.ldexp(var_s, 2 * u)
+        scale = np.where(_constant(var_s, mean_s, n), 1.0, _pow2(np.sqrt(var_s), u))
         # commit
         self._mean_s, self._m2s, self._exp, self.var_, self._scale = mean, m2, e, var, scale
-        self.mean_ = np.ldexp(mean, e)
+        self.mean_ = _pow2(mean, e)
         self.n_samples_seen_ = n
 
     def _scaled_statistics(self):
@@ -464,7 +479,7 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
         if self.with_std:
             return _standardise(Z, var_s, mean_s, n, e)
         with np.errstate(over="ignore"):
-            return _check_output_finite(np.ldexp(Z, e))
+            return _check_output_finite(_pow2(Z, e))
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
