@@ -50,9 +50,11 @@ from scipy.linalg import blas
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._stream import LinearPredictMixin, OneRowPredictMixin
+from ._stream import (
+    LinearPredictMixin, OneRowPredictMixin, StreamLockMixin, stream_update, validate_stream,
+)
 from ._validation import check_one_row, check_one_target
 
 __all__ = ["ORFitRegressor", "SpannedBatchWarning"]
@@ -81,7 +83,9 @@ class SpannedBatchWarning(UserWarning):
     """
 
 
-class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, BaseEstimator):
+class ORFitRegressor(
+    StreamLockMixin, OneRowPredictMixin, LinearPredictMixin, RegressorMixin, BaseEstimator
+):
     """One-pass linear regression by orthogonal recursive fitting (ORFit).
 
     Learns ``f(x) = xᵀW`` from a stream. Each batch (a single row is a batch of one) is
@@ -367,14 +371,15 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
             The updated estimator.
         """
         check_is_fitted(self)
-        self._check_stream_params()
-        x = check_one_row(x, n_features=self.n_features_in_)
-        yv = check_one_target(y, n_targets=self._n_targets)
-        # overflow is detected and reported by _step, not as a RuntimeWarning
-        with np.errstate(over="ignore", invalid="ignore"):
-            # the warning is issued before the step commits: escalated to an error, it
-            # leaves the estimator as it was
-            self._step(x[None, :], yv[None, :], warn_stacklevel=4)
+        with stream_update(self, check_params=False):
+            self._check_stream_params()
+            x = check_one_row(x, n_features=self.n_features_in_)
+            yv = check_one_target(y, n_targets=self._n_targets)
+            # overflow is detected and reported by _step, not as a RuntimeWarning
+            with np.errstate(over="ignore", invalid="ignore"):
+                # the warning is issued before the step commits: escalated to an error,
+                # it leaves the estimator as it was
+                self._step(x[None, :], yv[None, :], warn_stacklevel=4)
         return self
 
     def __sklearn_tags__(self):
@@ -545,33 +550,18 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
         self.n_samples_seen_ = 0
 
     def _learn(self, X, y, *, reset, batch_size, predict):
-        """Validate everything, then learn; on any error restore the previous state."""
-        saved = dict(self.__dict__)
-        try:
-            if reset:
-                self._reset()
-            first_call = not hasattr(self, "coef_")
-            if not first_call:
-                self._check_stream_params()
-            X, y = validate_data(
-                self,
-                X,
-                y,
-                reset=first_call,
-                dtype=np.float64,
-                order="C",
-                multi_output=True,
-                y_numeric=True,
-            )
-            Y = y.reshape(y.shape[0], -1)
+        """Validate everything, then learn (the package's update template: write lock,
+        parameter check, all or nothing)."""
+        first_call = reset or "coef_" not in self.__dict__
+        with stream_update(self, check_params=False):
             if first_call:
-                self._init_state(X.shape[1], Y.shape[1], y.ndim == 1)
-            elif (y.ndim == 1) != (self._n_targets is None) or (
-                y.ndim == 2 and Y.shape[1] != self._n_targets
-            ):
-                expected = "1-D y" if self._n_targets is None else f"{self._n_targets} targets"
-                raise ValueError(f"y has shape {y.shape} but this stream has {expected}.")
-
+                self._reset()
+            else:
+                self._check_stream_params()
+            X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
+            X = np.ascontiguousarray(X)
+            if first_call:
+                self._init_state(X.shape[1], Y.shape[1], y_ndim == 1)
             n = X.shape[0]
             step = n if batch_size is None else batch_size
             Y_pred = np.empty_like(Y) if predict else None
@@ -586,13 +576,9 @@ class ORFitRegressor(OneRowPredictMixin, LinearPredictMixin, RegressorMixin, Bas
                     n_unfitted += (stop - start) if unfitted else 0
             if n_unfitted:
                 # inside the transaction: a warning escalated to an error (e.g.
-                # warnings.simplefilter("error")) restores the state below
+                # warnings.simplefilter("error")) restores the state
                 _warn_spanned(n_unfitted, n, stacklevel=3)
-        except BaseException:
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
-        if predict and y.ndim == 1:
+        if predict and y_ndim == 1:
             Y_pred = Y_pred[:, 0]
         return self, Y_pred
 
