@@ -7,7 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval
 
-from ._stream import StreamingRegressorMixin, rollback_on_error, validate_stream
+from ._stream import StreamingRegressorMixin
 
 __all__ = ["EWRLSRegressor"]
 
@@ -111,26 +111,6 @@ class EWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ public API
     # ------------------------------------------------------------------ internals
-    def _partial_fit(self, X, y, *, predict, reset):
-        with rollback_on_error(self):
-            reset = reset or not hasattr(self, "coef_")
-            if reset:
-                if not math.isfinite(1.0 / self.delta):
-                    raise ValueError(
-                        f"delta={self.delta!r} is too small: P starts at δ⁻¹I, and "
-                        "1/delta overflows float64. Use delta >= 1e-300."
-                    )
-            else:
-                self._check_stream_params()
-            X, Y, y_ndim = validate_stream(self, X, y, reset=reset)
-            if reset:
-                self._init_state(X.shape[1], Y.shape[1], y_ndim)
-            Y_pred = self._learn(X, Y, predict=predict)
-            self.n_samples_seen_ += X.shape[0]
-        if Y_pred is not None and y_ndim == 1:
-            Y_pred = Y_pred[:, 0]
-        return Y_pred
-
     def _init_state(self, n_features, n_targets, y_ndim):
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             if name not in ("n_features_in_", "feature_names_in_"):
@@ -144,18 +124,12 @@ class EWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
 
     _stream_params = ("forgetting_factor", "delta")
 
-    def _check_stream_params(self):
-        """``P`` was built with the parameters the stream started with."""
-        saved = self.__dict__.get("_stream_param_values")
-        current = (self.forgetting_factor, self.delta)
-        if saved is None or saved == current:
-            return  # (None: a state pickled before the parameters were recorded)
-        changed = [k for k, a, b in zip(self._stream_params, current, saved) if a != b]
-        raise ValueError(
-            f"{', '.join(changed)} changed (set_params) since this stream started; the "
-            "recursion's state (P and the coefficients) was built with the previous "
-            "values. Call fit to start a new stream with the new parameters."
-        )
+    def _check_new_stream(self):
+        if not math.isfinite(1.0 / self.delta):
+            raise ValueError(
+                f"delta={self.delta!r} is too small: P starts at δ⁻¹I, and "
+                "1/delta overflows float64. Use delta >= 1e-300."
+            )
 
     def _learn(self, X, Y, *, predict):
         lam = float(self.forgetting_factor)
@@ -193,6 +167,10 @@ class EWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
                 "excite (the instability of this form, see the Notes). Rescale X, or use "
                 "QREWRLSRegressor; the stream is left at its last finite state."
             )
-        self.inverse_gram_ = P
-        self.coef_ = beta.reshape(self.coef_.shape)
+        # commit, in one statement
+        self.__dict__.update(
+            inverse_gram_=P,
+            coef_=beta.reshape(self.coef_.shape),
+            n_samples_seen_=self.n_samples_seen_ + X.shape[0],
+        )
         return Y_pred

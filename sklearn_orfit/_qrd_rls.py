@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.parallel import _threadpool_controller_decorator
 from sklearn.utils.validation import check_is_fitted
 
-from ._stream import StreamingRegressorMixin, rollback_on_error, validate_stream
+from ._stream import StreamingRegressorMixin
 
 __all__ = ["QRDRLSRegressor"]
 
@@ -146,19 +146,6 @@ class QRDRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
 
 
     # ------------------------------------------------------------------ internals
-    def _partial_fit(self, X, y, *, predict, reset):
-        with rollback_on_error(self):
-            reset = reset or not hasattr(self, "coef_")
-            if not reset:
-                self._check_stream_params()
-            X, Y, y_ndim = validate_stream(self, X, y, reset=reset)
-            if reset:
-                self._init_state(X.shape[1], Y.shape[1], y_ndim)
-            Y_pred = self._learn(X, Y, predict=predict)
-        if Y_pred is not None and y_ndim == 1:
-            Y_pred = Y_pred[:, 0]
-        return Y_pred
-
     def _init_state(self, n_features, n_targets, y_ndim):
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             if name not in ("n_features_in_", "feature_names_in_"):
@@ -182,20 +169,6 @@ class QRDRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     def _params(self):
         return (self.window_size, self.alpha, self.forgetting_factor)
 
-    def _check_stream_params(self):
-        """The factor was built with the parameters the stream started with."""
-        saved = self.__dict__.get("_stream_param_values")
-        if saved is None or saved == self._params():
-            return  # (None: a state pickled before the parameters were recorded)
-        changed = [k for k, a, b in zip(self._stream_params, self._params(), saved) if a != b]
-        raise ValueError(
-            f"{', '.join(changed)} changed (set_params) since this stream started; the "
-            "window's state was built with the previous values. Call fit to start a new "
-            "stream with the new parameters."
-        )
-
-    # The loop works on d×d matrices: BLAS threads would only add synchronisation cost
-    # (large under load), so it runs with one BLAS thread.
     @_threadpool_controller_decorator(limits=1, user_api="blas")
     def _learn(self, X, Y, *, predict):
         N, d = self.window_size, X.shape[1]

@@ -321,6 +321,7 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
     (see the module's docstring). The estimator implements:
 
     * ``_stream_params``: the names of the parameters its state is built with;
+    * ``_check_new_stream()`` (optional): parameter checks before a new stream starts;
     * ``_init_state(n_features, n_targets, y_ndim)``: a fresh state for a new stream
       (``n_samples_seen_ = 0``);
     * ``_learn(X, Y, *, predict)``: learn validated rows in order (``Y`` 2-D), updating
@@ -334,10 +335,15 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
 
     _stream_params = ()
 
+    def _check_new_stream(self):
+        """Cross-parameter checks before a new stream starts (none by default)."""
+
     def _partial_fit(self, X, y, *, predict, reset):
         """Validate the whole call, then learn it; on any error the state is unchanged."""
         first_call = reset or "n_samples_seen_" not in self.__dict__
         with stream_update(self, check_params=not first_call):
+            if first_call:
+                self._check_new_stream()
             X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
             if first_call:
                 self._init_state(X.shape[1], Y.shape[1], y_ndim)

@@ -16,7 +16,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._stream import StreamingRegressorMixin, on_rollback, rollback_on_error, validate_stream
+from ._stream import StreamingRegressorMixin, check_stream_params, on_rollback
 
 __all__ = ["SlidingWindowKRLSRegressor"]
 
@@ -200,7 +200,7 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     @property
     def n_window_(self):
         check_is_fitted(self)
-        self._check_stream_params()
+        check_stream_params(self)
         return int(min(self.n_samples_seen_, self.window_size))
 
     @property
@@ -240,21 +240,6 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     def _occupied(self):
         return np.sort(self._ordered_slots())
 
-    def _partial_fit(self, X, y, *, predict, reset):
-        with rollback_on_error(self):
-            reset = reset or not hasattr(self, "n_samples_seen_")
-            if reset:
-                self._check_alpha()
-            else:
-                self._check_stream_params()
-            X, Y, y_ndim = validate_stream(self, X, y, reset=reset)
-            if reset:
-                self._init_state(X.shape[1], Y.shape[1], y_ndim)
-            Y_pred = self._learn(X, Y, predict=predict)
-        if Y_pred is not None and y_ndim == 1:
-            Y_pred = Y_pred[:, 0]
-        return Y_pred
-
     def _init_state(self, n_features, n_targets, y_ndim):
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             if name not in ("n_features_in_", "feature_names_in_"):
@@ -278,19 +263,7 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     def _params(self):
         return (self.window_size, self.length_scale, self.alpha)
 
-    def _check_stream_params(self):
-        """The window's inverse was built with the parameters the stream started with."""
-        saved = self.__dict__.get("_stream_param_values")
-        if saved is None or saved == self._params():
-            return  # (None: a state pickled before the parameters were recorded)
-        changed = [k for k, a, b in zip(self._stream_params, self._params(), saved) if a != b]
-        raise ValueError(
-            f"{', '.join(changed)} changed (set_params) since this stream started; the "
-            "window's state was built with the previous values. Call fit to start a new "
-            "stream with the new parameters."
-        )
-
-    def _check_alpha(self):
+    def _check_new_stream(self):
         """``α ≥ Nε``: below it ``κ(K + αI) = 1 + N/α`` can exceed ``1/ε``."""
         floor = self.window_size * _EPS
         if self.alpha < floor:
