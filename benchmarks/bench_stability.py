@@ -87,7 +87,18 @@ def run(n_rows, n_checkpoints, seed):
             with np.errstate(over="ignore", invalid="ignore"):
                 for t in checkpoints:
                     t0 = time.perf_counter()
-                    y_pred = prequential_predict(reg, Z[t_prev:t], y[t_prev:t])
+                    try:
+                        y_pred = prequential_predict(reg, Z[t_prev:t], y[t_prev:t])
+                    except ValueError as exc:
+                        # the recursion overflowed and refused the rows (the state stays
+                        # at its last finite value): non-finite from here on
+                        print(f"    refused at t ≤ {t}: {str(exc)[:70]}…", flush=True)
+                        rest = checkpoints[checkpoints >= t]
+                        dev += [np.inf] * rest.size
+                        err.append(np.full(n_rows - t_prev, np.nan))
+                        if hasattr(reg, "inverse_gram_"):
+                            p_norm += [np.inf] * rest.size
+                        break
                     elapsed += time.perf_counter() - t0
                     err.append(np.abs(y[t_prev:t] - y_pred))
                     beta_star = oracle(Z, y, t, lam)
