@@ -17,7 +17,6 @@ package executes: every such line is a place where a real Ctrl-C can arrive.
 import copy
 import os
 import pickle
-import sys
 import threading
 
 import joblib
@@ -26,6 +25,8 @@ import pytest
 from sklearn.base import clone, is_regressor
 
 import sklearn_orfit as so
+from _hostile import learn, output, run_traced
+from _hostile import stream as _stream
 
 PKG_DIR = os.path.dirname(so.__file__)
 
@@ -67,17 +68,7 @@ ONE_ROW = [k for k in NAMES if hasattr(ESTIMATORS[k], "learn_one")]
 
 
 def stream(n=60, d=5, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    return X, np.sin(X @ rng.normal(size=d)) + 0.1 * rng.normal(size=n)
-
-
-def learn(est, X, y):
-    return est.partial_fit(X, y) if is_regressor(est) else est.partial_fit(X)
-
-
-def output(est, X):
-    return est.predict(X) if is_regressor(est) else est.transform(X)
+    return _stream(n, d, seed)
 
 
 def started(name, n=30):
@@ -86,34 +77,8 @@ def started(name, n=30):
 
 
 # ---------------------------------------------------------------------- interruptions
-class _RaiseAtLine:
-    """A trace function that counts the lines the package executes and raises at the k-th."""
-
-    def __init__(self, k, exc):
-        self.k, self.exc, self.count, self.fired = k, exc, 0, False
-
-    def __call__(self, frame, event, arg):
-        return self._local if frame.f_code.co_filename.startswith(PKG_DIR) else None
-
-    def _local(self, frame, event, arg):
-        if event == "line":
-            self.count += 1
-            if self.count == self.k:
-                self.fired = f"{frame.f_code.co_filename}:{frame.f_lineno} ({frame.f_code.co_name})"
-                raise self.exc
-        return self._local
-
-
 def _traced(call, k, exc):
-    tracer = _RaiseAtLine(k, exc)
-    sys.settrace(tracer)
-    try:
-        call()
-    finally:
-        sys.settrace(None)
-    # no exception came out: the call ran fewer lines this time (it must not swallow one)
-    assert not tracer.fired, f"the exception injected at {tracer.fired} was swallowed"
-    return tracer.count
+    return run_traced(call, k, exc, PKG_DIR)
 
 
 def _interruption_points(call_factory):

@@ -34,6 +34,7 @@ from sklearn_orfit import (
     prequential_predict,
 )
 from sklearn_orfit._orfit import SpannedBatchWarning
+from _hostile import run_traced
 
 EPS = np.finfo(np.float64).eps
 SCALES = [1e155, 1e-155, 1e300, 1e-300]
@@ -638,31 +639,8 @@ assert np.array_equal(loaded.predict(X[:5]), est.predict(X[:5]))
 
 
 # ------------------------------------------------------- interruptions of the pre-steps
-class _InterruptAtLine:
-    """Trace function: ``KeyboardInterrupt`` at the k-th line executed in ``filename``."""
-
-    def __init__(self, filename, k):
-        self.filename, self.k, self.count = filename, k, 0
-
-    def __call__(self, frame, event, arg):
-        return self._local if frame.f_code.co_filename == self.filename else None
-
-    def _local(self, frame, event, arg):
-        if event == "line":
-            self.count += 1
-            if self.count == self.k:
-                raise KeyboardInterrupt
-        return self._local
-
-
 def _run_traced(call, filename, k):
-    tracer = _InterruptAtLine(filename, k)
-    sys.settrace(tracer)
-    try:
-        call()
-    finally:
-        sys.settrace(None)
-    return tracer.count
+    return run_traced(call, k, KeyboardInterrupt, filename)
 
 
 @pytest.mark.parametrize(

@@ -22,6 +22,7 @@ import scipy.sparse as sp
 from sklearn.base import clone, is_regressor
 
 import sklearn_orfit as so
+from _hostile import learn, output, stream
 
 
 def _estimators():
@@ -57,20 +58,6 @@ def _estimators():
 
 ESTIMATORS = _estimators()
 IDS = [type(e).__name__ + str(i) for i, e in enumerate(ESTIMATORS)]
-
-
-def stream(n=90, d=5, seed=0):
-    rng = np.random.default_rng(seed)
-    X = rng.normal(size=(n, d))
-    return X, np.sin(X @ rng.normal(size=d)) + 0.1 * rng.normal(size=n)
-
-
-def learn(est, X, y):
-    return est.partial_fit(X, y) if is_regressor(est) else est.partial_fit(X)
-
-
-def output(est, X):
-    return est.predict(X) if is_regressor(est) else est.transform(X)
 
 
 BAD_INPUTS = {
