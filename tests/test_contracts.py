@@ -282,3 +282,44 @@ def test_memory_mapped_model_continues_the_stream(name, tmp_path):
     learn(est, X[30:], y[30:])
     learn(loaded, X[30:], y[30:])
     np.testing.assert_array_equal(output(loaded, X[:6]), output(est, X[:6]))
+
+
+# ---------------------------------------------------------------------- targets
+BAD_TARGETS = {
+    "numeric_strings": lambda y: y.astype(str),
+    "no_columns": lambda y: np.zeros((y.shape[0], 0)),
+    "complex": lambda y: y + 1j,
+    "none": lambda y: np.array([None] * y.shape[0], dtype=object),
+}
+
+
+@pytest.mark.parametrize("bad", list(BAD_TARGETS))
+@pytest.mark.parametrize("name", REGRESSORS)
+def test_bad_targets_get_a_clear_error(name, bad):
+    # Regression: numeric strings as y gave a raw UFuncTypeError, y of shape (n, 0) was
+    # reported as "0 feature(s)", None targets as an overflow
+    X, y = stream()
+    est = started(name)
+    before = pickle.dumps(est)
+    with pytest.raises(ValueError, match=r"(?i)\by\b|target|complex"):
+        est.partial_fit(X[30:40], BAD_TARGETS[bad](y[30:40]))
+    assert pickle.dumps(est) == before
+
+
+@pytest.mark.parametrize("name", [k for k in ONE_ROW if k.startswith("qrewrls")])
+def test_learn_one_refuses_what_partial_fit_refuses(name):
+    # Regression: learn_one took complex rows (dropping the imaginary part) and strings,
+    # and let an overflowing solution through as inf or NaN coefficients
+    X, y = stream()
+    est = started(name)
+    before = pickle.dumps(est)
+    for x, target in [(X[30] + 1j, y[30]), (X[30].astype(str), y[30]), (X[30], "1.5"),
+                      (X[30], 1 + 2j), (np.full(5, np.inf), 1.0)]:
+        with pytest.raises(ValueError):
+            est.learn_one(x, target)
+        assert pickle.dumps(est) == before
+    # a window of one row: the solution y/x = 1e600 overflows
+    one = so.QREWRLSRegressor(1).fit([[1.0]], [1.0])
+    with pytest.raises(ValueError, match="overflowed"):
+        one.learn_one([1e-300], 1e300)
+    assert one.coef_[0] == 1.0 and one.n_samples_seen_ == 1
