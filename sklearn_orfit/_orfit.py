@@ -83,8 +83,180 @@ class SpannedBatchWarning(UserWarning):
     """
 
 
+class _ORFitMemoryMixin:
+    """The memory of ORFit, shared by :class:`ORFitRegressor` and ORFit-MLP.
+
+    The gradient basis ``B = _basis[:_n_dirs]`` (orthonormal rows, spare rows for growth),
+    ``_sigma``, the ``"pca"`` coordinate factor ``L = _coords[:_n_coords, :_n_dirs]`` and
+    the cache of the PCA rotation; the estimator has the parameters ``memory_size``,
+    ``memory_policy`` and a generator ``_rng`` (``"random"``). A step computes the new
+    directions with :func:`_orthogonal_step`, then :meth:`_update_memory` returns the new
+    memory without touching the current one, and :meth:`_commit_memory` assigns it.
+    """
+
+    def _init_memory(self, n_features):
+        """An empty memory for rows (gradients) of ``n_features`` entries."""
+        # B = _basis[:_n_dirs] (orthonormal rows), then spare rows for growth
+        self._basis = np.empty((1, n_features))
+        self._n_dirs = 0
+        # per direction: ‖x̃‖ when added (Gram–Schmidt), or Σ when the basis is in PCA form
+        self._sigma = np.zeros(0)
+        # "pca": L = _coords[:_n_coords, :_n_dirs] with X_pastᵀX_past = Bᵀ LᵀL B;
+        # None when the basis itself is in PCA form (then L = diag(_sigma))
+        self._coords = None
+        self._n_coords = 0
+        self._pca_cache = None
+
+    def _commit_memory(self, memory):
+        """Assign a memory returned by :meth:`_update_memory`."""
+        (self._basis, self._n_dirs, self._sigma, self._coords, self._n_coords) = memory
+        self._pca_cache = None
+
+    def _update_memory(self, *, B, C, S, V, Qt, m_max):
+        """The memory after a batch: ``(basis, k, sigma, coords, n_coords)``."""
+        k, r = B.shape[0], S.shape[0]
+        pca = self.memory_policy == "pca"
+        coords, n_coords = (self._coords, self._n_coords) if pca else (None, 0)
+        basis = self._basis
+
+        if m_max == 0:
+            # One-step SGD: nothing is stored
+            return basis, 0, self._sigma[:0], None, 0
+        if m_max is not None and k + r > m_max:
+            # the memory would exceed m directions: truncate (the only SVD of the memory)
+            if r:
+                basis = _with_spare_rows(basis, k=k, r=r, limit=k + r)
+                # stage the new directions in the spare rows: basis[:k+r] = [B; Qᵀ]
+                basis[k : k + r] = Qt
+            if pca:
+                L = _coords_or_diag(coords, n_coords, sigma=self._sigma, k=k)
+                basis, kk, sigma = _pca_truncate(basis, L=L, k=k, C=C, S=S, V=V, m_max=m_max)
+                return basis, kk, sigma, None, 0
+            if r == 0:
+                # more stored rows than m: only a state pickled before set_params was
+                # checked, with memory_size lowered; keep the first m rows
+                return basis, m_max, self._sigma[:m_max], None, 0
+            basis, kk, sigma = self._keep(basis, k=k, S=S, m_max=m_max)
+            return basis, kk, sigma, None, 0
+
+        # room for the new directions: Gram–Schmidt growth, O(p·r) and no SVD
+        if r:
+            # k ≤ p always (orthonormal rows), and k ≤ m when bounded
+            limit = basis.shape[1] if m_max is None else min(m_max, basis.shape[1])
+            basis = _with_spare_rows(basis, k=k, r=r, limit=limit)
+            # B ← [B; Qᵀ]: rows < k untouched, so views held by the user stay valid
+            basis[k : k + r] = Qt
+        sigma = np.concatenate([self._sigma, S]) if r else self._sigma
+        if pca and k + r:
+            # L ← [[L, 0], [C, V S]]: X_b = [C, V S] [B; Qᵀ], so X_pastᵀX_past = Bᵀ LᵀL B
+            if coords is None:
+                coords = _grow_coords(
+                    np.diag(self._sigma), rows=k, cols=k, capacity=(k + C.shape[0], k + r)
+                )
+                n_coords = k
+            coords, n_coords = _append_coords(coords, n_coords, k=k, C=C, VS=V * S)
+            if n_coords > 2 * (k + r) + _COMPRESS_SLACK:
+                # spanned rows piled up: L ← R of L = QR (LᵀL unchanged), O(k³) per ≥ k rows
+                coords, n_coords = _compress_coords(coords, n_coords, k=k + r)
+        return basis, k + r, sigma, coords, n_coords
+
+    def _keep(self, basis, *, k, S, m_max):
+        """``"latest"`` / ``"random"``: keep ``m`` of the rows ``basis[:k+r]``."""
+        r = S.shape[0]
+        total = k + r
+        sigma = np.concatenate([self._sigma, S])
+        if self.memory_policy == "latest":
+            # newest first; within the batch, the larger singular values (listed first)
+            keep = np.arange(k, k + m_max) if r >= m_max else np.arange(total - m_max, total)
+        else:
+            keep = np.sort(self._rng.choice(total, size=m_max, replace=False))
+        new = np.empty_like(basis)
+        np.take(basis, keep, axis=0, out=new[:m_max])
+        return new, m_max, sigma[keep]
+
+    # ------------------------------------------------------------------ the memory
+    @property
+    def components_(self):
+        return self._memory()[0]
+
+    @property
+    def singular_values_(self):
+        return self._memory()[1]
+
+    def _memory(self):
+        """``(components_, singular_values_)``, derived from the basis when first asked.
+
+        With a ``"pca"`` memory that has not been truncated since its last growth, the
+        PCA directions are computed here from the SVD of the small coordinate factor
+        ``L = Z Σ Aᵀ`` (``N'×k``): ``components_ = Aᵀ B``, ``O(k²·p)`` once per state.
+        """
+        state = self.__dict__
+        if "_basis" not in state:
+            raise AttributeError(
+                f"This {type(self).__name__} instance has no learned memory yet "
+                "(components_ and singular_values_ exist after fit or partial_fit)."
+            )
+        if state.get("_pca_cache") is not None:
+            return state["_pca_cache"]
+        k = self._n_dirs
+        basis = self._basis[:k]
+        if self._coords is None:
+            # the basis rows are the memory as exposed (PCA form after a truncation, or
+            # the Gram–Schmidt order of "latest"/"random"); a view, no copy
+            return basis, self._sigma
+        if k == 0:
+            memory = (basis, np.zeros(0))
+        else:
+            # X_pastᵀX_past = Bᵀ LᵀL B and L = Z Σ Aᵀ  ⇒  right singular vectors Aᵀ B
+            _, sigma, At = _svd(self._coords[: self._n_coords, :k])
+            memory = (At @ basis, sigma)
+        state["_pca_cache"] = memory
+        return memory
+
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self):
+        # a copy: object.__getstate__ may return the instance's own __dict__
+        state = dict(super().__getstate__())
+        # the buffers' spare rows and columns are scratch, and the cache is recomputed
+        state.pop("_pca_cache", None)
+        if "_basis" in state:
+            state["_basis"] = state["_basis"][: state["_n_dirs"]]
+            if state["_coords"] is not None:
+                state["_coords"] = state["_coords"][: state["_n_coords"], : state["_n_dirs"]]
+        return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        if "components_" in state:
+            # a state saved by a version that stored the memory in PCA form
+            components = state.pop("components_")
+            state.update(
+                _basis=components,
+                _n_dirs=components.shape[0],
+                _sigma=state.pop("singular_values_"),
+                _coords=None,
+                _n_coords=0,
+            )
+            state.pop("_mem", None)
+        super().__setstate__(state)
+        if "_basis" in self.__dict__:
+            k = self._n_dirs
+            self._basis = _grow(self._basis, rows=k, capacity=k + 1)
+            if self._coords is not None:
+                n_rows = self._n_coords
+                self._coords = _grow_coords(
+                    self._coords, rows=n_rows, cols=k, capacity=(n_rows + 1, k + 1)
+                )
+            self._pca_cache = None
+
+
 class ORFitRegressor(
-    StreamLockMixin, OneRowPredictMixin, LinearPredictMixin, RegressorMixin, BaseEstimator
+    _ORFitMemoryMixin,
+    StreamLockMixin,
+    OneRowPredictMixin,
+    LinearPredictMixin,
+    RegressorMixin,
+    BaseEstimator,
 ):
     """One-pass linear regression by orthogonal recursive fitting (ORFit).
 
@@ -389,81 +561,6 @@ class ORFitRegressor(
         tags.regressor_tags.poor_score = True
         return tags
 
-    # ------------------------------------------------------------------ the memory
-    @property
-    def components_(self):
-        return self._memory()[0]
-
-    @property
-    def singular_values_(self):
-        return self._memory()[1]
-
-    def _memory(self):
-        """``(components_, singular_values_)``, derived from the basis when first asked.
-
-        With a ``"pca"`` memory that has not been truncated since its last growth, the
-        PCA directions are computed here from the SVD of the small coordinate factor
-        ``L = Z Σ Aᵀ`` (``N'×k``): ``components_ = Aᵀ B``, ``O(k²·p)`` once per state.
-        """
-        state = self.__dict__
-        if "_basis" not in state:
-            raise AttributeError(
-                f"This {type(self).__name__} instance has no learned memory yet "
-                "(components_ and singular_values_ exist after fit or partial_fit)."
-            )
-        if state.get("_pca_cache") is not None:
-            return state["_pca_cache"]
-        k = self._n_dirs
-        basis = self._basis[:k]
-        if self._coords is None:
-            # the basis rows are the memory as exposed (PCA form after a truncation, or
-            # the Gram–Schmidt order of "latest"/"random"); a view, no copy
-            return basis, self._sigma
-        if k == 0:
-            memory = (basis, np.zeros(0))
-        else:
-            # X_pastᵀX_past = Bᵀ LᵀL B and L = Z Σ Aᵀ  ⇒  right singular vectors Aᵀ B
-            _, sigma, At = _svd(self._coords[: self._n_coords, :k])
-            memory = (At @ basis, sigma)
-        state["_pca_cache"] = memory
-        return memory
-
-    # ------------------------------------------------------------------ pickling
-    def __getstate__(self):
-        # a copy: object.__getstate__ may return the instance's own __dict__
-        state = dict(super().__getstate__())
-        # the buffers' spare rows and columns are scratch, and the cache is recomputed
-        state.pop("_pca_cache", None)
-        if "_basis" in state:
-            state["_basis"] = state["_basis"][: state["_n_dirs"]]
-            if state["_coords"] is not None:
-                state["_coords"] = state["_coords"][: state["_n_coords"], : state["_n_dirs"]]
-        return state
-
-    def __setstate__(self, state):
-        state = dict(state)
-        if "components_" in state:
-            # a state saved by a version that stored the memory in PCA form
-            components = state.pop("components_")
-            state.update(
-                _basis=components,
-                _n_dirs=components.shape[0],
-                _sigma=state.pop("singular_values_"),
-                _coords=None,
-                _n_coords=0,
-            )
-            state.pop("_mem", None)
-        super().__setstate__(state)
-        if "_basis" in self.__dict__:
-            k = self._n_dirs
-            self._basis = _grow(self._basis, rows=k, capacity=k + 1)
-            if self._coords is not None:
-                n_rows = self._n_coords
-                self._coords = _grow_coords(
-                    self._coords, rows=n_rows, cols=k, capacity=(n_rows + 1, k + 1)
-                )
-            self._pca_cache = None
-
     # ------------------------------------------------------------------ state
     def _reset(self):
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
@@ -535,16 +632,7 @@ class ORFitRegressor(
                 raise ValueError("coef_init contains NaN or infinity.")
         self.coef_ = coef
         self._n_targets = None if one_d else n_targets
-        # B = _basis[:_n_dirs] (orthonormal rows), then spare rows for growth
-        self._basis = np.empty((1, n_features))
-        self._n_dirs = 0
-        # per direction: ‖x̃‖ when added (Gram–Schmidt), or Σ when the basis is in PCA form
-        self._sigma = np.zeros(0)
-        # "pca": L = _coords[:_n_coords, :_n_dirs] with X_pastᵀX_past = Bᵀ LᵀL B;
-        # None when the basis itself is in PCA form (then L = diag(_sigma))
-        self._coords = None
-        self._n_coords = 0
-        self._pca_cache = None
+        self._init_memory(n_features)
         self._rng = check_random_state(self.random_state)
         self._stream_param_values, self._stream_coef_init = self._current_stream_params()
         self.n_samples_seen_ = 0
@@ -601,42 +689,17 @@ class ORFitRegressor(
         Returns the predictions ``X_b W`` made before the step and whether part of the
         batch's residual had to be left (a spanned batch with disagreeing labels).
         """
-        n, p = Xb.shape
-        k = self._n_dirs
-        B = self._basis[:k]
-        W = self.coef_.reshape(p, -1)
-        m_max = self.memory_size
+        n = Xb.shape[0]
+        B = self._basis[: self._n_dirs]
+        W = self.coef_.reshape(Xb.shape[1], -1)
 
         # R = X_b W − Y_b
         P = Xb @ W
         R = P - Yb
-        # X_s = 2^(−e) X_b (exact), ‖X_s‖ in [1/2, 1) (max|X_s| if ‖X_b‖ overflows);
-        # e = 0 when ‖X_b‖ is within 2^±400, where no square below can overflow or
-        # underflow (the common case costs one norm)
-        nrm = _norm(Xb)
-        if _SAFE_LOW <= nrm <= _SAFE_HIGH or nrm == 0.0:
-            e = 0
-        else:
-            e = math.frexp(nrm if math.isfinite(nrm) else float(np.abs(Xb).max()))[1]
-        Xs = _times_pow2(Xb, -e)
-        # C = X_s Bᵀ, X̃ = X_s − C B   (X̃ Bᵀ = 0 to working precision)
-        Xt, C = _project_out(Xs, B)
-        rtol = self.rtol if self.rtol is not None else _EPS * max(p, k + n)
-        row_norm = np.sqrt(np.einsum("ij,ij->i", Xs, Xs).max())  # < 1: no overflow
-        # X̃ = V S Qᵀ, keeping the r singular values above rtol · max ‖x_i‖
-        V, S, Qt = _new_directions(Xt, tol=rtol * row_norm)
-
-        # W ← W − Q S⁻¹ Vᵀ R   (= W − G̃ (GᵀG̃)⁺ R: the pseudo-inverse step; B ΔW = 0);
-        # S is in units of 2^e, hence the final 2^(−e)
-        VtR = V.T @ R
-        W_new = W - _times_pow2(Qt.T @ (VtR / S[:, None]), -e)
-        # residual left on the batch: (I − V Vᵀ) R, zero unless the batch is spanned
-        left = R - V @ VtR
+        dW, left, C, S, V, Qt, nrm = _orthogonal_step(Xb, R, B, rtol=self.rtol)
+        W_new = W - dW
         scale = _norm(Yb) + _norm(P)
         unfitted = bool(_norm(left) > np.sqrt(_EPS) * scale)
-        # the memory's coordinates and singular values in the units of X (at most
-        # ‖X_b‖: finite when that is)
-        C, S = _times_pow2(C, e), _times_pow2(S, e)
         if not (_all_finite(W_new) and _all_finite(P)) or not (
             math.isfinite(nrm) or (_all_finite(C) and _all_finite(S))
         ):
@@ -646,83 +709,62 @@ class ORFitRegressor(
                 "e.g. with RecursiveStandardScaler."
             )
 
-        memory = self._update_memory(B=B, C=C, S=S, V=V, Qt=Qt, m_max=m_max)
+        memory = self._update_memory(B=B, C=C, S=S, V=V, Qt=Qt, m_max=self.memory_size)
 
         if unfitted and warn_stacklevel is not None:
             _warn_spanned(1, 1, stacklevel=warn_stacklevel)
         # commit
         self.coef_ = W_new.reshape(self.coef_.shape)
-        (self._basis, self._n_dirs, self._sigma, self._coords, self._n_coords) = memory
-        self._pca_cache = None
+        self._commit_memory(memory)
         self.n_samples_seen_ += n
         return P, unfitted
-
-    def _update_memory(self, *, B, C, S, V, Qt, m_max):
-        """The memory after a batch: ``(basis, k, sigma, coords, n_coords)``."""
-        k, r = B.shape[0], S.shape[0]
-        pca = self.memory_policy == "pca"
-        coords, n_coords = (self._coords, self._n_coords) if pca else (None, 0)
-        basis = self._basis
-
-        if m_max == 0:
-            # One-step SGD: nothing is stored
-            return basis, 0, self._sigma[:0], None, 0
-        if m_max is not None and k + r > m_max:
-            # the memory would exceed m directions: truncate (the only SVD of the memory)
-            if r:
-                basis = _with_spare_rows(basis, k=k, r=r, limit=k + r)
-                # stage the new directions in the spare rows: basis[:k+r] = [B; Qᵀ]
-                basis[k : k + r] = Qt
-            if pca:
-                L = _coords_or_diag(coords, n_coords, sigma=self._sigma, k=k)
-                basis, kk, sigma = _pca_truncate(basis, L=L, k=k, C=C, S=S, V=V, m_max=m_max)
-                return basis, kk, sigma, None, 0
-            if r == 0:
-                # more stored rows than m: only a state pickled before set_params was
-                # checked, with memory_size lowered; keep the first m rows
-                return basis, m_max, self._sigma[:m_max], None, 0
-            basis, kk, sigma = self._keep(basis, k=k, S=S, m_max=m_max)
-            return basis, kk, sigma, None, 0
-
-        # room for the new directions: Gram–Schmidt growth, O(p·r) and no SVD
-        if r:
-            # k ≤ p always (orthonormal rows), and k ≤ m when bounded
-            limit = basis.shape[1] if m_max is None else min(m_max, basis.shape[1])
-            basis = _with_spare_rows(basis, k=k, r=r, limit=limit)
-            # B ← [B; Qᵀ]: rows < k untouched, so views held by the user stay valid
-            basis[k : k + r] = Qt
-        sigma = np.concatenate([self._sigma, S]) if r else self._sigma
-        if pca and k + r:
-            # L ← [[L, 0], [C, V S]]: X_b = [C, V S] [B; Qᵀ], so X_pastᵀX_past = Bᵀ LᵀL B
-            if coords is None:
-                coords = _grow_coords(
-                    np.diag(self._sigma), rows=k, cols=k, capacity=(k + C.shape[0], k + r)
-                )
-                n_coords = k
-            coords, n_coords = _append_coords(coords, n_coords, k=k, C=C, VS=V * S)
-            if n_coords > 2 * (k + r) + _COMPRESS_SLACK:
-                # spanned rows piled up: L ← R of L = QR (LᵀL unchanged), O(k³) per ≥ k rows
-                coords, n_coords = _compress_coords(coords, n_coords, k=k + r)
-        return basis, k + r, sigma, coords, n_coords
-
-    def _keep(self, basis, *, k, S, m_max):
-        """``"latest"`` / ``"random"``: keep ``m`` of the rows ``basis[:k+r]``."""
-        r = S.shape[0]
-        total = k + r
-        sigma = np.concatenate([self._sigma, S])
-        if self.memory_policy == "latest":
-            # newest first; within the batch, the larger singular values (listed first)
-            keep = np.arange(k, k + m_max) if r >= m_max else np.arange(total - m_max, total)
-        else:
-            keep = np.sort(self._rng.choice(total, size=m_max, replace=False))
-        new = np.empty_like(basis)
-        np.take(basis, keep, axis=0, out=new[:m_max])
-        return new, m_max, sigma[keep]
 
 
 # ---------------------------------------------------------------------- helpers
 # Spanned rows added to L before it is compressed back to k×k (beyond k of them).
 _COMPRESS_SLACK = 32
+
+
+def _orthogonal_step(G, R, B, *, rtol):
+    """The ORFit step for rows ``G`` (``n×p``: inputs, or a model's Jacobian) with residual
+    ``R = f − Y`` (``n×c``) and memory ``B`` (``k×p``, orthonormal rows).
+
+    ``G̃ = G − (G Bᵀ) B = V S Qᵀ`` (rank ``r`` by the relative cut-off ``rtol``, see
+    :class:`ORFitRegressor`) and the update ``ΔW = Q S⁻¹ Vᵀ R = G̃ᵀ(G G̃ᵀ)⁺ R``, to subtract
+    from the parameters. A batch whose norm is outside ``2^±400`` is handled in units of a
+    power of two (exact; no norm or inner product of rows overflows or underflows).
+
+    Returns ``(ΔW, left, C, S, V, Qt, ‖G‖)``: ``left = (I − V Vᵀ) R`` is the residual the
+    step cannot fit (zero unless the rows are spanned by the memory), and ``C = G Bᵀ``,
+    ``S``, ``V``, ``Qt`` (in the units of ``G``) are what the memory absorbs.
+    """
+    n, p = G.shape
+    k = B.shape[0]
+    # G_s = 2^(−e) G (exact), ‖G_s‖ in [1/2, 1) (max|G_s| if ‖G‖ overflows); e = 0 when
+    # ‖G‖ is within 2^±400, where no square below can overflow or underflow (the common
+    # case costs one norm)
+    nrm = _norm(G)
+    if _SAFE_LOW <= nrm <= _SAFE_HIGH or nrm == 0.0:
+        e = 0
+    else:
+        e = math.frexp(nrm if math.isfinite(nrm) else float(np.abs(G).max()))[1]
+    Gs = _times_pow2(G, -e)
+    # C = G_s Bᵀ, G̃ = G_s − C B   (G̃ Bᵀ = 0 to working precision)
+    Gt, C = _project_out(Gs, B)
+    rtol = rtol if rtol is not None else _EPS * max(p, k + n)
+    row_norm = np.sqrt(np.einsum("ij,ij->i", Gs, Gs).max())  # < 1: no overflow
+    # G̃ = V S Qᵀ, keeping the r singular values above rtol · max ‖g_i‖
+    V, S, Qt = _new_directions(Gt, tol=rtol * row_norm)
+    # ΔW = Q S⁻¹ Vᵀ R   (= G̃ᵀ (G G̃ᵀ)⁺ R: the pseudo-inverse step; B ΔW = 0); S is in
+    # units of 2^e, hence the final 2^(−e)
+    VtR = V.T @ R
+    dW = _times_pow2(Qt.T @ (VtR / S[:, None]), -e)
+    # residual left on the batch: (I − V Vᵀ) R, zero unless the batch is spanned
+    left = R - V @ VtR
+    # the memory's coordinates and singular values in the units of G (at most ‖G‖:
+    # finite when that is)
+    C, S = _times_pow2(C, e), _times_pow2(S, e)
+    return dW, left, C, S, V, Qt, nrm
 
 
 def _project_out(X, B):
