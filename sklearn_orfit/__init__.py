@@ -10,6 +10,7 @@
 from ._ensemble import FeaturePartitionEnsemble
 from ._ewrls import EWRLSRegressor
 from ._orfit import ORFitRegressor
+from ._orfit_mlp import ORFitMLPRegressor
 from ._pipeline import StreamingPipeline, make_streaming_pipeline
 from ._prequential import prequential_predict
 from ._qr_ewrls import QREWRLSRegressor
@@ -25,6 +26,7 @@ __all__ = [
     "EWRLSRegressor",
     "FeaturePartitionEnsemble",
     "LagTransformer",
+    "ORFitMLPRegressor",
     "ORFitRegressor",
     "PrequentialSplit",
     "QRDRLSRegressor",

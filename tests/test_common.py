@@ -2,7 +2,7 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures
+from sklearn_orfit import ORFitMLPRegressor, QREWRLSRegressor, RandomFourierFeatures
 
 
 @parametrize_with_checks(
@@ -12,6 +12,8 @@ from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures
         QREWRLSRegressor(window_size=5, forgetting_factor=0.9, alpha=1e-2),
         QREWRLSRegressor(solver="givens"),
         QREWRLSRegressor(solver="svd"),
+        ORFitMLPRegressor(hidden_layer_sizes=(8,), random_state=0),
+        ORFitMLPRegressor(hidden_layer_sizes=(8, 4), memory_size=5, random_state=0),
     ]
 )
 def test_sklearn_compatible(estimator, check):
