@@ -19,6 +19,7 @@ from sklearn.pipeline import Pipeline, _name_estimators
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import Bunch, _safe_indexing, get_tags
 from sklearn.utils._param_validation import Hidden
+from sklearn.utils._set_output import _safe_set_output, _wrap_data_with_container
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
@@ -204,6 +205,10 @@ def _is_fitted(estimator):
     return True
 
 
+def _has_params(step):
+    return hasattr(step, "get_params") and not isinstance(step, type) and not _is_skipped(step)
+
+
 def _is_skipped(step):
     return step is None or (isinstance(step, str) and step == "passthrough")
 
@@ -241,6 +246,16 @@ def _learns(step):
     )
 
 
+def _as_configured(Xt, X, transformer):
+    """``Xt`` in the container ``transformer.transform`` gives (``set_output``).
+
+    A streaming step's output (``prequential_transform``, rows stacked one by one) gets
+    the same container and column names as the step's ``transform``, so that the next
+    step learns under the names it will later be applied with.
+    """
+    return _wrap_data_with_container("transform", Xt, X, transformer)
+
+
 def _stream_one_step(name, transformer, X):
     """Transform the rows of ``X`` with the state before each, and learn them.
 
@@ -262,7 +277,7 @@ def _stream_one_step(name, transformer, X):
     """
     kind = _step_kind(transformer)
     if kind == "prequential":
-        return transformer.prequential_transform(X)
+        return _as_configured(transformer.prequential_transform(X), X, transformer)
     fitted = _is_fitted(transformer)
     if kind == "stateless":
         if not fitted:
@@ -287,7 +302,7 @@ def _stream_one_step(name, transformer, X):
             return transformer.transform(X)
         if sparse.issparse(rows[0]):
             return sparse.vstack(rows, format="csr")
-        return np.concatenate(rows)
+        return _as_configured(np.concatenate([np.asarray(r) for r in rows]), X, transformer)
     if not fitted:
         raise ValueError(
             f"Step {name!r} ({type(transformer).__name__}) cannot learn from a stream "
@@ -328,7 +343,9 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         clones of its estimators (fixed maps are shared, not cloned), as
         scikit-learn requires of every estimator's parameters.
     named_steps_ : :class:`~sklearn.utils.Bunch`
-        The fitted steps by name (``pipe.named_steps_.qrewrlsregressor.coef_``).
+        The fitted steps by name (``pipe.named_steps_.qrewrlsregressor.coef_``); once
+        fitted, ``named_steps`` and indexing give them too, as for
+        :class:`~sklearn.pipeline.Pipeline`.
     n_features_in_ : int
         Number of features of the first step.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -410,9 +427,13 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
     fitted steps at once.
 
     ``memory`` and ``transform_input`` of :class:`~sklearn.pipeline.Pipeline` are not
-    supported (nothing is cached: each step learns once per row anyway). Indexing,
-    slicing and ``named_steps`` give the template steps, unfitted, as in ``steps``; the
-    fitted ones are ``steps_`` and ``named_steps_``.
+    supported (nothing is cached: each step learns once per row anyway). As with
+    :class:`~sklearn.pipeline.Pipeline`, indexing and ``named_steps`` give the fitted
+    steps once the pipeline is fitted (the templates before), and a slice of a fitted
+    pipeline is fitted (``pipe[:-1].transform(X)``); ``steps`` (``get_params``) always
+    holds the templates. ``set_params`` on a fitted step (``named_steps[name]``) is
+    refused at the next learning call as on a template. ``set_output`` applies to the
+    templates and the fitted steps, and carries the feature names through every step.
 
     Examples
     --------
@@ -429,8 +450,10 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
     >>> y_pred = prequential_predict(pipe, X, y)
     >>> bool(np.mean((y[100:] - y_pred[100:]) ** 2) < np.var(y))
     True
-    >>> pipe.named_steps_.qrewrlsregressor.n_samples_seen_
+    >>> pipe.named_steps["qrewrlsregressor"].n_samples_seen_
     593
+    >>> pipe[:-1].transform(X[:2]).shape
+    (2, 256)
     """
 
     _parameter_constraints: dict = {
@@ -649,15 +672,38 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
             for i, (name, est) in enumerate(self.steps)
         ]
         self._stream_deep_params = record_deep_params(self)
+        self._fitted_step_params = {
+            name: record_deep_params(step)
+            for name, step in self.steps_
+            if _has_params(step)
+        }
 
     def _check_params_unchanged(self):
-        """``set_params`` since the stream started: an error, never silently ignored."""
+        """``set_params`` since the stream started: an error, never silently ignored.
+
+        Both the template steps (``steps``) and the fitted ones (``steps_``, which
+        indexing and ``named_steps`` give after fitting) are checked.
+        """
         changed = changed_stream_params(self, self.__dict__.get("_stream_deep_params"))
         if changed:
             raise ValueError(
                 f"{_format_changed(changed)} changed (set_params) since this stream "
                 "started; the fitted steps (steps_) are clones made with the previous "
                 "values. Call fit to start a new stream with the new parameters."
+            )
+        recorded = self.__dict__.get("_fitted_step_params") or {}
+        changed = [
+            f"{name}__{key}"
+            for name, step in self.steps_
+            if name in recorded
+            for key in changed_stream_params(step, recorded[name])
+        ]
+        if changed:
+            raise ValueError(
+                f"{_format_changed(changed)} changed (set_params on a fitted step, e.g. "
+                "through named_steps) since this stream started; the step's state was "
+                "learned with the previous values. Set them back, or call fit to start a "
+                "new stream with the parameters of steps."
             )
 
     def _check_targets(self, X, y, final):
@@ -711,6 +757,74 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
     def named_steps_(self):
         check_is_fitted(self)
         return Bunch(**dict(self.steps_))
+
+    @property
+    def named_steps(self):
+        """The steps by name: the fitted ones once fitted, the templates before.
+
+        As for :class:`~sklearn.pipeline.Pipeline`, whose steps are fitted in place:
+        ``pipe.named_steps["qrewrlsregressor"].coef_`` after :meth:`fit`. The templates
+        stay in ``steps`` (``get_params``).
+        """
+        return Bunch(**dict(self.__dict__.get("steps_", self.steps)))
+
+    def __getitem__(self, ind):
+        """A step (fitted once the pipeline is), or a sub-pipeline for a slice.
+
+        The slice of a fitted pipeline is fitted: its ``steps`` are the templates and
+        its ``steps_`` the fitted steps of that slice (shared, not copied, as
+        :class:`~sklearn.pipeline.Pipeline` shares them), so ``pipe[:-1].transform(X)``
+        applies the fitted transformers.
+        """
+        fitted = self.__dict__.get("steps_")
+        if isinstance(ind, slice):
+            if ind.step not in (None, 1):
+                raise ValueError("Pipeline slicing only supports a step of 1")
+            sub = self.__class__(self.steps[ind], verbose=self.verbose)
+            if fitted is not None:
+                sub.steps_ = fitted[ind]
+                names = {name for name, _ in sub.steps_}
+                recorded = self.__dict__.get("_stream_deep_params")
+                if recorded is not None:
+                    sub._stream_deep_params = {
+                        k: v for k, v in recorded.items() if k.split("__", 1)[0] in names
+                    }
+                    if "steps" in recorded:
+                        sub._stream_deep_params["steps"] = list(recorded["steps"])[ind]
+                steps_params = self.__dict__.get("_fitted_step_params")
+                if steps_params is not None:
+                    sub._fitted_step_params = {
+                        k: v for k, v in steps_params.items() if k in names
+                    }
+            return sub
+        try:
+            name, est = (fitted if fitted is not None else self.steps)[ind]
+        except TypeError:  # not an int: a name
+            return self.named_steps[ind]
+        return est
+
+    def set_output(self, *, transform=None):
+        """Set the output container of every step's ``transform``, fitted ones too.
+
+        Parameters
+        ----------
+        transform : {"default", "pandas", "polars"}, default=None
+            As :meth:`sklearn.pipeline.Pipeline.set_output`; ``None`` leaves it
+            unchanged. Steps that stream (``prequential_transform``, rows learned one
+            at a time) give their output in the same container, with the names of
+            ``get_feature_names_out``, so each step learns under the feature names it
+            is later applied with.
+
+        Returns
+        -------
+        self : StreamingPipeline
+            This pipeline.
+        """
+        super().set_output(transform=transform)
+        for _, step in self.__dict__.get("steps_", []):
+            if not _is_skipped(step):
+                _safe_set_output(step, transform=transform)
+        return self
 
     @available_if(_final_has("predict"))
     def predict(self, X, **params):
@@ -950,12 +1064,6 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
                 pass  # steps not validated yet: keep Pipeline's tags
         return tags
 
-    def __getitem__(self, ind):
-        if isinstance(ind, slice):
-            if ind.step not in (None, 1):
-                raise ValueError("Pipeline slicing only supports a step of 1")
-            return self.__class__(self.steps[ind], verbose=self.verbose)
-        return super().__getitem__(ind)
 
 
 def make_streaming_pipeline(*steps, verbose=False):

@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+import sklearn.pipeline
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.base import BaseEstimator, clone, is_regressor
@@ -295,11 +296,101 @@ def test_transformer_only_pipeline_is_a_streaming_step():
     )
 
 
-def test_slicing_gives_template_pipeline():
+def test_slicing_an_unfitted_pipeline_gives_template_pipeline():
     pipe = make_streaming_pipeline(RecursiveStandardScaler(), _rff(), QREWRLSRegressor())
     head = pipe[:2]
     assert isinstance(head, StreamingPipeline) and len(head) == 2
-    assert isinstance(pipe[-1], QREWRLSRegressor)
+    assert pipe[-1] is pipe.steps[-1][1] and pipe.named_steps["qrewrlsregressor"] is pipe[-1]
+    with pytest.raises(NotFittedError):
+        head.transform(_stream()[0])
+
+
+def test_indexing_and_named_steps_give_the_fitted_steps_like_pipeline():
+    X, y = _stream()
+    pipe = CHAINS["lags-scaler-rff-qrewrls"]()
+    templates = [step for _, step in pipe.steps]
+    pipe.fit(X[:40], y[:40])
+    # the fitted steps, as sklearn.pipeline.Pipeline gives them
+    assert [step for _, step in pipe.steps] == templates  # steps keeps the templates
+    assert pipe[-1] is pipe.steps_[-1][1] and pipe[0] is pipe.steps_[0][1]
+    assert pipe["randomfourierfeatures"] is pipe.steps_[2][1]
+    assert pipe.named_steps["qrewrlsregressor"].coef_.shape == (64,)
+    assert pipe.named_steps.qrewrlsregressor is pipe.named_steps_.qrewrlsregressor
+    assert not hasattr(templates[-1], "coef_")
+    # a slice of a fitted pipeline is fitted: its transform applies the fitted steps
+    head = pipe[:-1]
+    assert isinstance(head, StreamingPipeline) and len(head) == 3
+    assert [s for _, s in head.steps] == templates[:-1]
+    np.testing.assert_array_equal(
+        head.transform(X[40:]), sklearn.pipeline.Pipeline(pipe.steps_[:-1]).transform(X[40:])
+    )
+    np.testing.assert_array_equal(
+        pipe[-1].predict(pipe[:-1].transform(X[40:])), pipe.predict(X[40:])
+    )
+    assert not hasattr(clone(head), "steps_")  # clone: the templates, unfitted
+    # a slice continues the stream of the steps it shares, with the same checks
+    Xt = head.prequential_transform(X[40:45])
+    assert Xt.shape == (5, 64)
+    assert pipe.named_steps_.lagtransformer.n_samples_seen_ == 45
+    head.set_params(recursivestandardscaler__with_mean=False)
+    with pytest.raises(ValueError, match="recursivestandardscaler__with_mean.*Call fit"):
+        head.prequential_transform(X[45:50])
+
+
+def test_set_params_on_a_fitted_step_is_refused_until_set_back_or_fit():
+    X, y = _stream()
+    pipe = CHAINS["scaler-rff-qrewrls"]().fit(X[:30], y[:30])
+    pipe.named_steps["qrewrlsregressor"].set_params(window_size=3)  # the fitted step
+    before = pickle.dumps(pipe)
+    for learn in (pipe.partial_fit, pipe.prequential_predict):
+        with pytest.raises(ValueError, match="qrewrlsregressor__window_size.*fitted step"):
+            learn(X[30:40], y[30:40])
+        assert pickle.dumps(pipe) == before
+    pipe.named_steps["qrewrlsregressor"].set_params(window_size=8)  # back as it was
+    ref = CHAINS["scaler-rff-qrewrls"]().fit(X[:30], y[:30])
+    np.testing.assert_array_equal(
+        pipe.prequential_predict(X[30:40], y[30:40]), ref.prequential_predict(X[30:40], y[30:40])
+    )
+    pipe.named_steps["qrewrlsregressor"].set_params(window_size=3)
+    pipe.fit(X[:30], y[:30])  # a new stream, from the templates
+    assert pipe.named_steps["qrewrlsregressor"].window_size == 8
+
+
+def _pandas_chain():
+    return make_streaming_pipeline(
+        LagTransformer(2), StandardScaler(), RecursiveStandardScaler(), _rff(16),
+        QREWRLSRegressor(window_size=8),
+    )
+
+
+@pytest.mark.parametrize("when", ["before fit", "after fit, then refit"])
+def test_set_output_pandas_carries_feature_names_through_every_step(when):
+    pd = pytest.importorskip("pandas")
+    X, y = _stream()
+    df = pd.DataFrame(X, columns=["a", "b", "c"])
+    ref = _pandas_chain().fit(X[:40], y[:40])
+    pipe = _pandas_chain()
+    if when != "before fit":
+        pipe.fit(X[:40], y[:40]).set_output(transform="pandas")
+        # the fitted steps are configured too (their columns come out named)
+        assert isinstance(pipe.named_steps["lagtransformer"].transform(X[:3]), pd.DataFrame)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "X has feature names, but ... without" and others
+        if when == "before fit":
+            pipe.set_output(transform="pandas")
+        pipe.fit(df[:40], y[:40])
+        np.testing.assert_array_equal(pipe.predict(df[40:50]), ref.predict(X[40:50]))
+        Xt = pipe[:-1].transform(df[40:50])
+        assert isinstance(Xt, pd.DataFrame) and list(Xt.index) == list(df.index[40:50])
+        assert list(Xt.columns) == [f"randomfourierfeatures{i}" for i in range(16)]
+        np.testing.assert_array_equal(
+            pipe.prequential_predict(df[50:], y[50:]), ref.prequential_predict(X[50:], y[50:])
+        )
+    assert list(pipe.feature_names_in_) == ["a", "b", "c"]
+    # each step learned under the names of its input
+    names = pipe.named_steps["recursivestandardscaler"].feature_names_in_
+    assert list(names) == ["a_lag1", "b_lag1", "c_lag1", "a_lag2", "b_lag2", "c_lag2"]
+    assert list(pipe[-1].feature_names_in_) == list(Xt.columns)
 
 
 def test_bad_targets_are_rejected_before_any_step_learns():
