@@ -56,6 +56,7 @@ from ._stream import (
     LinearPredictMixin, OneRowPredictMixin, StreamLockMixin, stream_update, validate_stream,
 )
 from ._validation import check_one_row, check_one_target
+from .exceptions import SpannedBatchWarning
 
 __all__ = ["ORFitRegressor", "SpannedBatchWarning"]
 
@@ -70,17 +71,6 @@ _SAFE_LOW, _SAFE_HIGH = 2.0**-400, 2.0**400
 # Re-project a row whose projection kept less than 1/√2 of its norm (the DGKS criterion,
 # "twice is enough", Kahan–Parlett): then X̃ is orthogonal to B to working precision.
 _REORTH = 1.0 / np.sqrt(2.0)
-
-
-class SpannedBatchWarning(UserWarning):
-    """A batch lies (partly) in the span of the memory and could not be fitted.
-
-    Raised by :class:`ORFitRegressor` when fitting the new rows would require changing
-    predictions on the remembered directions (rows repeated with a different label, or
-    more rows than features). The step then is the pseudo-inverse (least-squares) step:
-    it keeps every prediction on the memory's span and leaves the rest of the batch's
-    residual in place.
-    """
 
 
 class _ORFitMemoryMixin:
