@@ -31,6 +31,10 @@ from _hostile import stream as _stream
 
 PKG_DIR = os.path.dirname(so.__file__)
 
+# ORFit learns these streams (more rows than features): its documented spanned-batch
+# warning is expected here, and asserted in test_orfit.py / test_orfit_mlp.py.
+pytestmark = pytest.mark.filterwarnings("ignore::sklearn_orfit.exceptions.SpannedBatchWarning")
+
 
 def _estimators():
     return {
