@@ -84,6 +84,42 @@ class _ORFitMemoryMixin:
     memory without touching the current one, and :meth:`_commit_memory` assigns it.
     """
 
+    # the attribute whose presence means a stream has started
+    _STATE_MARKER = "coef_"
+
+    def _learn(self, X, y, *, reset, batch_size, predict):
+        """Validate everything, then learn (the package's update template: write lock,
+        parameter check, all or nothing)."""
+        first_call = reset or self._STATE_MARKER not in self.__dict__
+        with stream_update(self, check_params=False):
+            if first_call:
+                self._reset()
+            else:
+                self._check_stream_params()
+            X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
+            X = np.ascontiguousarray(X)
+            if first_call:
+                self._init_state(X.shape[1], Y.shape[1], y_ndim == 1)
+            n = X.shape[0]
+            step = n if batch_size is None else batch_size
+            Y_pred = np.empty_like(Y) if predict else None
+            n_unfitted = 0
+            # overflow is detected and reported by _step, not as a RuntimeWarning
+            with np.errstate(over="ignore", invalid="ignore"):
+                for start in range(0, n, step):
+                    stop = min(start + step, n)
+                    P, unfitted = self._step(X[start:stop], Y[start:stop])
+                    if predict:
+                        Y_pred[start:stop] = P
+                    n_unfitted += (stop - start) if unfitted else 0
+            if n_unfitted:
+                # inside the transaction: a warning escalated to an error (e.g.
+                # warnings.simplefilter("error")) restores the state
+                _warn_spanned(n_unfitted, n, stacklevel=3)
+        if predict and y_ndim == 1:
+            Y_pred = Y_pred[:, 0]
+        return self, Y_pred
+
     def _init_memory(self, n_features):
         """An empty memory for rows (gradients) of ``n_features`` entries."""
         # B = _basis[:_n_dirs] (orthonormal rows), then spare rows for growth
@@ -627,38 +663,6 @@ class ORFitRegressor(
         self._stream_param_values, self._stream_coef_init = self._current_stream_params()
         self.n_samples_seen_ = 0
 
-    def _learn(self, X, y, *, reset, batch_size, predict):
-        """Validate everything, then learn (the package's update template: write lock,
-        parameter check, all or nothing)."""
-        first_call = reset or "coef_" not in self.__dict__
-        with stream_update(self, check_params=False):
-            if first_call:
-                self._reset()
-            else:
-                self._check_stream_params()
-            X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
-            X = np.ascontiguousarray(X)
-            if first_call:
-                self._init_state(X.shape[1], Y.shape[1], y_ndim == 1)
-            n = X.shape[0]
-            step = n if batch_size is None else batch_size
-            Y_pred = np.empty_like(Y) if predict else None
-            n_unfitted = 0
-            # overflow is detected and reported by _step, not as a RuntimeWarning
-            with np.errstate(over="ignore", invalid="ignore"):
-                for start in range(0, n, step):
-                    stop = min(start + step, n)
-                    P, unfitted = self._step(X[start:stop], Y[start:stop])
-                    if predict:
-                        Y_pred[start:stop] = P
-                    n_unfitted += (stop - start) if unfitted else 0
-            if n_unfitted:
-                # inside the transaction: a warning escalated to an error (e.g.
-                # warnings.simplefilter("error")) restores the state
-                _warn_spanned(n_unfitted, n, stacklevel=3)
-        if predict and y_ndim == 1:
-            Y_pred = Y_pred[:, 0]
-        return self, Y_pred
 
     # ------------------------------------------------------------------ the step
     def _step(self, Xb, Yb, *, warn_stacklevel=None):

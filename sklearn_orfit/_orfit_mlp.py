@@ -35,7 +35,6 @@ from ._orfit import (
 )
 from ._stream import (
     StreamLockMixin, check_stream_params, record_stream_params, stream_update,
-    validate_stream,
 )
 from ._validation import check_one_row, check_one_target
 
@@ -465,37 +464,10 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, Base
         record_stream_params(self)
         self.n_samples_seen_ = 0
 
-    def _learn(self, X, y, *, reset, batch_size, predict):
-        """Validate everything, then learn (the package's update template: write lock,
-        parameter check, all or nothing)."""
-        first_call = reset or "params_" not in self.__dict__
-        with stream_update(self, check_params=False):
-            if first_call:
-                self._reset()
-            else:
-                check_stream_params(self)
-            X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
-            X = np.ascontiguousarray(X)
-            if first_call:
-                self._init_state(X.shape[1], Y.shape[1], y_ndim == 1)
-            n = X.shape[0]
-            step = n if batch_size is None else batch_size
-            Y_pred = np.empty_like(Y) if predict else None
-            n_unfitted = 0
-            # overflow is detected and reported by _step, not as a RuntimeWarning
-            with np.errstate(over="ignore", invalid="ignore"):
-                for start in range(0, n, step):
-                    stop = min(start + step, n)
-                    P, unfitted = self._step(X[start:stop], Y[start:stop])
-                    if predict:
-                        Y_pred[start:stop] = P
-                    n_unfitted += (stop - start) if unfitted else 0
-            if n_unfitted:
-                # inside the transaction: escalated to an error, it restores the state
-                _warn_spanned(n_unfitted, n, stacklevel=3)
-        if predict and y_ndim == 1:
-            Y_pred = Y_pred[:, 0]
-        return self, Y_pred
+    _STATE_MARKER = "params_"
+
+    def _check_stream_params(self):
+        check_stream_params(self)
 
     def _direction(self, Xb, Yb):
         """``(Δw, J, P, step)``: the step ``w_new = w − Δw`` on a batch, without learning
