@@ -151,7 +151,7 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, Base
     not zero, and it accumulates over a stream. A spanned batch (Jacobian rows in the
     span of the memory, e.g. more sample-outputs than parameters with unlimited memory)
     takes the pseudo-inverse step and issues a
-    :class:`~sklearn_orfit._orfit.SpannedBatchWarning` when part of its residual is left.
+    :class:`~sklearn_orfit.exceptions.SpannedBatchWarning` when part of its residual is left.
 
     **A call that raises changes nothing** (bad input, an overflow, an exception or
     ``KeyboardInterrupt`` half-way); the parameters are those the stream started with:

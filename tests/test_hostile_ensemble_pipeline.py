@@ -606,13 +606,16 @@ def test_pipeline_set_params_mid_stream_is_refused_until_fit(params, named, meth
     getattr(pipe, method)(X[100:150], y[100:150])  # and continues it
 
 
-def test_pipeline_set_params_on_a_template_step_directly_is_refused():
+@pytest.mark.parametrize("where", ["template", "fitted"])
+def test_pipeline_set_params_on_a_step_directly_is_refused(where):
     X, y = _data()
     pipe = _pipe().partial_fit(X[:100], y[:100])
-    pipe.named_steps["lagtransformer"].set_params(n_lags=4)  # the template, in place
-    with pytest.raises(ValueError, match="lagtransformer__n_lags"):
+    # pipe.steps holds the templates; named_steps gives the fitted steps once fitted
+    step = dict(pipe.steps)["lagtransformer"] if where == "template" else pipe.named_steps["lagtransformer"]
+    step.set_params(n_lags=4)  # in place
+    with pytest.raises(ValueError, match="n_lags"):
         pipe.partial_fit(X[100:150], y[100:150])
-    pipe.named_steps["lagtransformer"].set_params(n_lags=3)  # back as it was: fine
+    step.set_params(n_lags=3)  # back as it was: fine
     pipe.partial_fit(X[100:150], y[100:150])
 
 
