@@ -120,6 +120,20 @@ class _ORFitMemoryMixin:
             Y_pred = Y_pred[:, 0]
         return self, Y_pred
 
+    def _learn_one(self, x, y):
+        """``learn_one``: one row through the same template, with only cheap checks."""
+        check_is_fitted(self)
+        with stream_update(self, check_params=False):
+            self._check_stream_params()
+            x = check_one_row(x, n_features=self.n_features_in_)
+            yv = check_one_target(y, n_targets=self._n_targets)
+            # overflow is detected and reported by _step, not as a RuntimeWarning
+            with np.errstate(over="ignore", invalid="ignore"):
+                # the warning is issued before the step commits: escalated to an error,
+                # it leaves the estimator as it was (user → learn_one → here → _step)
+                self._step(x[None, :], yv[None, :], warn_stacklevel=5)
+        return self
+
     def _init_memory(self, n_features):
         """An empty memory for rows (gradients) of ``n_features`` entries."""
         # B = _basis[:_n_dirs] (orthonormal rows), then spare rows for growth
@@ -568,17 +582,7 @@ class ORFitRegressor(
         self : ORFitRegressor
             The updated estimator.
         """
-        check_is_fitted(self)
-        with stream_update(self, check_params=False):
-            self._check_stream_params()
-            x = check_one_row(x, n_features=self.n_features_in_)
-            yv = check_one_target(y, n_targets=self._n_targets)
-            # overflow is detected and reported by _step, not as a RuntimeWarning
-            with np.errstate(over="ignore", invalid="ignore"):
-                # the warning is issued before the step commits: escalated to an error,
-                # it leaves the estimator as it was
-                self._step(x[None, :], yv[None, :], warn_stacklevel=4)
-        return self
+        return self._learn_one(x, y)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -25,7 +25,6 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
-from sklearn.exceptions import NotFittedError
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -34,9 +33,9 @@ from ._orfit import (
     _EPS, _ORFitMemoryMixin, _all_finite, _norm, _orthogonal_step, _warn_spanned,
 )
 from ._stream import (
-    StreamLockMixin, check_stream_params, record_stream_params, stream_update,
+    StreamLockMixin, check_stream_params, record_stream_params,
 )
-from ._validation import check_one_row, check_one_target
+from ._validation import check_fitted_fast, check_one_row
 
 __all__ = ["ORFitMLPRegressor"]
 
@@ -290,13 +289,7 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, Base
         self : ORFitMLPRegressor
             The updated estimator.
         """
-        check_is_fitted(self)
-        with stream_update(self):
-            x = check_one_row(x, n_features=self.n_features_in_)
-            yv = check_one_target(y, n_targets=self._n_targets)
-            with np.errstate(over="ignore", invalid="ignore"):
-                self._step(x[None, :], yv[None, :], warn_stacklevel=4)
-        return self
+        return self._learn_one(x, y)
 
     def predict(self, X):
         """Predict with the current network.
@@ -328,11 +321,7 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, Base
         y_pred : float or ndarray of shape (n_outputs,)
             ``f(x; w)``.
         """
-        if "params_" not in self.__dict__:
-            raise NotFittedError(
-                f"This {type(self).__name__} instance is not fitted yet. Call 'fit' or "
-                "'partial_fit' with appropriate arguments before using this estimator."
-            )
+        check_fitted_fast(self, "params_")
         x = check_one_row(x, n_features=self.n_features_in_)
         out = self._forward(x[None, :], self.params_)[-1][0]
         return float(out[0]) if self._n_targets is None else out

@@ -97,9 +97,9 @@ def check_one_target(y, *, n_targets):
     return y
 
 
-def check_fitted_fast(estimator):
+def check_fitted_fast(estimator, attribute="coef_"):
     """``check_is_fitted`` for the single-observation path: one attribute lookup."""
-    if "coef_" not in estimator.__dict__:
+    if attribute not in estimator.__dict__:
         raise NotFittedError(
             f"This {type(estimator).__name__} instance is not fitted yet. Call 'fit' or "
             "'partial_fit' with appropriate arguments before using this estimator."
