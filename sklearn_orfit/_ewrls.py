@@ -115,11 +115,9 @@ class EWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             if name not in ("n_features_in_", "feature_names_in_"):
                 delattr(self, name)
-        self._n_targets = None if y_ndim == 1 else n_targets
         # P_0 = δ⁻¹ I
         self.inverse_gram_ = np.eye(n_features) / self.delta
         self.coef_ = np.zeros(n_features if y_ndim == 1 else (n_features, n_targets))
-        self._stream_param_values = (self.forgetting_factor, self.delta)
         self.n_samples_seen_ = 0
 
     _stream_params = ("forgetting_factor", "delta")

@@ -151,7 +151,6 @@ class QRDRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
             if name not in ("n_features_in_", "feature_names_in_"):
                 delattr(self, name)
         N, d = self.window_size, n_features
-        self._n_targets = None if y_ndim == 1 else n_targets
         # ring buffers of the window's raw rows (slot ``_pos`` is the oldest once full)
         self._X = np.zeros((N, d))
         self._Y = np.zeros((N, n_targets))
@@ -160,14 +159,10 @@ class QRDRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
         self._M = np.zeros((d, d + n_targets))
         self._M[:, :d] = np.sqrt(self.alpha) * np.eye(d)
         self.coef_ = np.zeros(d if y_ndim == 1 else (d, n_targets))
-        self._stream_param_values = self._params()
         self.n_samples_seen_ = 0
         self.n_refactorizations_ = 0
 
     _stream_params = ("window_size", "alpha", "forgetting_factor")
-
-    def _params(self):
-        return (self.window_size, self.alpha, self.forgetting_factor)
 
     @_threadpool_controller_decorator(limits=1, user_api="blas")
     def _learn(self, X, Y, *, predict):

@@ -245,7 +245,6 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
             if name not in ("n_features_in_", "feature_names_in_"):
                 delattr(self, name)
         N = self.window_size
-        self._n_targets = None if y_ndim == 1 else n_targets
         # ring buffers: slot ``_pos`` receives the next row (and holds the oldest once
         # the window is full); empty slots have zero rows in ``_Kinv``
         self._X = np.zeros((N, n_features))
@@ -254,14 +253,10 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         self._Kinv = np.zeros((N, N), order="F")
         self._dual = np.zeros((N, n_targets))
         self._pos = 0
-        self._stream_param_values = self._params()
         self.n_samples_seen_ = 0
         self.n_refactorizations_ = 0
 
     _stream_params = ("window_size", "length_scale", "alpha")
-
-    def _params(self):
-        return (self.window_size, self.length_scale, self.alpha)
 
     def _check_new_stream(self):
         """``α ≥ Nε``: below it ``κ(K + αI) = 1 + N/α`` can exceed ``1/ε``."""
