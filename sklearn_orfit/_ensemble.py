@@ -15,7 +15,7 @@ from ._pipeline import changed_stream_params, record_deep_params
 from ._prequential import prequential_predict as _prequential_predict
 from ._qr_ewrls import QREWRLSRegressor
 from ._rff import RandomFourierFeatures
-from ._stream import StreamLockMixin, stream_update, validate_stream
+from ._stream import StreamLockMixin, make_private, stream_update, validate_stream
 
 __all__ = ["FeaturePartitionEnsemble"]
 
@@ -42,68 +42,11 @@ def _working_copy(estimator, *, copy_state, parent_pid):
     if not copy_state:
         return estimator
     if os.getpid() != parent_pid:
-        _make_private(estimator, set())
+        make_private(estimator)
         return estimator
     work = copy.deepcopy(estimator)
-    _make_private(work, set())  # a copy of a memory map keeps the numpy.memmap class
+    make_private(work)  # a copy of a memory map keeps the numpy.memmap class
     return work
-
-
-def _private_array(a):
-    """``a`` as a plain, writable array that maps no file (copied only if needed)."""
-    if not a.flags.writeable or getattr(a, "_mmap", None) is not None:
-        return np.array(a)  # a plain copy (np.array drops the memmap class)
-    return a.view(np.ndarray) if isinstance(a, np.memmap) else a
-
-
-def _needs_private(a):
-    return isinstance(a, np.ndarray) and (isinstance(a, np.memmap) or not a.flags.writeable)
-
-
-def _make_private(obj, seen):
-    """Replace memory-mapped and read-only arrays in ``obj``'s state, in place.
-
-    Recurses through lists, dicts, tuples and the attributes of scikit-learn-style
-    objects (estimators, and the helper objects of this package and of scikit-learn).
-    """
-    if id(obj) in seen:
-        return
-    seen.add(id(obj))
-    if isinstance(obj, dict):
-        container, keys = obj, list(obj)
-    elif isinstance(obj, list):
-        container, keys = obj, range(len(obj))
-    else:
-        container = getattr(obj, "__dict__", None)
-        if not isinstance(container, dict):
-            return
-        keys = list(container)
-    for key in keys:
-        value = container[key]
-        if _needs_private(value):
-            container[key] = _private_array(value)
-        elif isinstance(value, tuple):
-            if any(_needs_private(v) for v in value):
-                container[key] = value = tuple(
-                    _private_array(v) if _needs_private(v) else v for v in value
-                )
-            for v in value:
-                if _walkable(v):
-                    _make_private(v, seen)
-        elif _walkable(value):
-            _make_private(value, seen)
-
-
-def _walkable(value):
-    if isinstance(value, (dict, list)):
-        return True
-    if isinstance(value, (type, np.ndarray)):
-        return False
-    module = type(value).__module__ or ""
-    return isinstance(value, BaseEstimator) or module.split(".")[0] in (
-        "sklearn",
-        "sklearn_orfit",
-    )
 
 
 def _partial_fit_partition(*, transformer, estimator, X, y, copy_state, parent_pid):

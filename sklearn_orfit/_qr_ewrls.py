@@ -17,11 +17,16 @@ from ._dual_solver import DualSolver
 from ._givens import GivensSolver
 from ._primal_solver import PrimalSolver
 from ._stream import (
-    OneRowPredictMixin, StreamingRegressorMixin, check_stream_params, on_rollback, stream_lock,
+    OneRowPredictMixin,
+    StreamingRegressorMixin,
+    check_stream_params,
+    make_private,
+    needs_private,
+    on_rollback,
+    stream_lock,
 )
 from ._validation import check_one_row, check_one_target
 from ._window import OVERFLOW_MESSAGE
-from ._window_solvers import make_writable, needs_copy
 
 __all__ = ["QREWRLSRegressor"]
 
@@ -196,8 +201,8 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
                 check_stream_params(self)
             x = check_one_row(x, n_features=self.n_features_in_)
             yv = check_one_target(y, n_targets=self._n_targets)
-            if not solver.buf.Zh.flags.writeable or isinstance(solver.buf.Zh, np.memmap):
-                make_writable(solver)  # loaded with mmap_mode="r" or "r+" (Zh: the largest)
+            if needs_private(solver.buf.Zh):  # loaded with mmap_mode="r" or "r+" (Zh: the largest)
+                make_private(solver)
             record = solver.save_one()
             try:
                 beta = solver.learn_one(x, yv)
@@ -267,10 +272,9 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         an interrupt) puts everything back.
         """
         solver = self._solver
-        if needs_copy(solver):
-            # loaded with mmap_mode="r" or "r+", or handed to a joblib worker (which maps
-            # arrays above 1 MB read-only): learn on plain copies, never into the file
-            make_writable(solver)
+        # loaded with mmap_mode="r" or "r+", or handed to a joblib worker (which maps
+        # arrays above 1 MB read-only): learn on plain copies, never into the file
+        make_private(solver)
         # the solver writes into its arrays: if the call fails, its undo record puts them back
         record = solver.checkpoint(X.shape[0])
         on_rollback(lambda: solver.restore(record))

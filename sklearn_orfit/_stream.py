@@ -20,7 +20,7 @@ import copy
 from contextlib import contextmanager
 
 import numpy as np
-from sklearn.base import _fit_context
+from sklearn.base import BaseEstimator, _fit_context
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._validation import check_fitted_fast, check_numeric, check_one_row, check_one_target
@@ -31,6 +31,8 @@ __all__ = [
     "StreamLockMixin",
     "StreamingRegressorMixin",
     "check_stream_params",
+    "make_private",
+    "needs_private",
     "on_rollback",
     "record_stream_params",
     "rollback_on_error",
@@ -105,6 +107,83 @@ class StreamLockMixin:
             state = {k: v for k, v in self.__dict__.items() if k != "_stream_lock"}
             new.__dict__.update(copy.deepcopy(state, memo))
         return new
+
+
+def make_private(obj):
+    """Replace memory-mapped and read-only arrays in ``obj``'s state by plain, writable
+    copies, in place (arrays already private are left alone).
+
+    ``joblib.load(path, mmap_mode=...)`` and joblib's workers (for arrays above its 1 MB
+    memmapping threshold) give such arrays; a stream learns on private copies, never into
+    a file. Returns ``obj``.
+    """
+    _make_private(obj, set())
+    return obj
+
+
+def _private_array(a):
+    """``a`` as a plain, writable array that maps no file (copied only if needed)."""
+    if not a.flags.writeable or getattr(a, "_mmap", None) is not None:
+        return np.array(a)  # a plain copy (np.array drops the memmap class)
+    return a.view(np.ndarray) if isinstance(a, np.memmap) else a
+
+
+def needs_private(a):
+    """Whether ``a`` is an array that maps a file or is read-only (state must not be
+    learned into it)."""
+    return isinstance(a, np.ndarray) and (isinstance(a, np.memmap) or not a.flags.writeable)
+
+
+_SCALARS = (int, float, str, bool, type(None), np.generic)
+
+
+def _make_private(obj, seen):
+    """Replace memory-mapped and read-only arrays in ``obj``'s state, in place.
+
+    Recurses through lists, dicts, tuples and the attributes of scikit-learn-style
+    objects (estimators, and the helper objects of this package and of scikit-learn).
+    """
+    if id(obj) in seen:
+        return
+    seen.add(id(obj))
+    if isinstance(obj, dict):
+        container, keys = obj, list(obj)
+    elif isinstance(obj, list):
+        container, keys = obj, range(len(obj))
+    else:
+        container = getattr(obj, "__dict__", None)
+        if not isinstance(container, dict):
+            return
+        keys = list(container)
+    for key in keys:
+        value = container[key]
+        if isinstance(value, _SCALARS):
+            continue  # most of a solver's attributes: nothing to look into
+        if needs_private(value):
+            container[key] = _private_array(value)
+        elif isinstance(value, tuple):
+            if any(needs_private(v) for v in value):
+                container[key] = value = tuple(
+                    _private_array(v) if needs_private(v) else v for v in value
+                )
+            for v in value:
+                if _walkable(v):
+                    _make_private(v, seen)
+        elif _walkable(value):
+            _make_private(value, seen)
+
+
+def _walkable(value):
+    if isinstance(value, (dict, list)):
+        return True
+    if isinstance(value, (type, np.ndarray)):
+        return False
+    module = type(value).__module__ or ""
+    return isinstance(value, BaseEstimator) or module.split(".")[0] in (
+        "sklearn",
+        "sklearn_orfit",
+    )
+
 
 
 def record_stream_params(estimator):

@@ -29,7 +29,6 @@ __all__ = [
     "CoreBlockSolver",
     "SlidingQR",
     "lstsq_stack",
-    "make_writable",
     "pinv_apply",
     "solve_normal_stack",
 ]
@@ -542,52 +541,3 @@ def _principal_blocks(M, idx, valid, copy=False):
             return out.copy() if copy else out
         return np.where(valid[:, :, None] & valid[:, None, :], out, 0.0)
     return np.where(valid[:, :, None] & valid[:, None, :], M[idx[:, :, None], idx[:, None, :]], 0.0)
-
-
-def _plain(a):
-    """A writable array that is not a memory map."""
-    return a.flags.writeable and not isinstance(a, np.memmap)
-
-
-def needs_copy(obj, _seen=None):
-    """Whether :func:`make_writable` would replace anything (same walk, no copies)."""
-    _seen = set() if _seen is None else _seen
-    if id(obj) in _seen:
-        return False
-    _seen.add(id(obj))
-    for value in vars(obj).values():
-        if isinstance(value, np.ndarray):
-            if not _plain(value):
-                return True
-        elif isinstance(value, tuple):
-            if any(isinstance(v, np.ndarray) and not _plain(v) for v in value):
-                return True
-        elif hasattr(value, "__dict__") and type(value).__module__.startswith("sklearn_orfit"):
-            if needs_copy(value, _seen):
-                return True
-    return False
-
-
-def make_writable(obj, _seen=None):
-    """Replace read-only arrays in a solver's state by writable copies, in place.
-
-    ``joblib.load(path, mmap_mode="r")`` (and joblib's workers, for states above its
-    memmapping threshold) give read-only arrays; the solvers write into theirs.
-    """
-    _seen = set() if _seen is None else _seen
-    if id(obj) in _seen:
-        return obj
-    _seen.add(id(obj))
-    attrs = vars(obj)
-    for name, value in list(attrs.items()):
-        if isinstance(value, np.ndarray) and (not value.flags.writeable or isinstance(value, np.memmap)):
-            # a plain, writable copy: of a read-only array, and of a writable memory map
-            # too (mmap_mode="r+"), whose file must not receive the stream
-            attrs[name] = np.array(value)
-        elif isinstance(value, tuple) and any(isinstance(v, np.ndarray) for v in value):
-            attrs[name] = tuple(
-                np.array(v) if isinstance(v, np.ndarray) and not _plain(v) else v for v in value
-            )
-        elif hasattr(value, "__dict__") and type(value).__module__.startswith("sklearn_orfit"):
-            make_writable(value, _seen)
-    return obj
