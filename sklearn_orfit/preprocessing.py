@@ -497,40 +497,48 @@ def _check_output_finite(Xt):
 
 
 class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
-    """The previous ``n_lags`` rows of the stream as features, kept across calls.
+    """Past rows of the stream as features (``horizon`` steps back), kept across calls.
 
-    Row ``t`` becomes ``[x_{t−1}, x_{t−2}, ..., x_{t−n_lags}]`` (each a full input row;
-    most recent first), where the past rows come from earlier rows of the same call and,
-    before them, from the rows learned by :meth:`partial_fit` / :meth:`fit`. Rows before
-    the start of the stream are ``fill_value``. With ``X = series[:, None]`` and
-    ``y = series``, a regressor after it predicts each value from the ``n_lags`` values
-    before it — the univariate autoregressive setting of the ABO paper, with no need to
-    drop rows.
+    Row ``t`` becomes ``[x_{t−h}, x_{t−h−1}, ..., x_{t−h−n_lags+1}]`` with
+    ``h = horizon`` (each a full input row; most recent first; with the default
+    ``horizon=1``, ``[x_{t−1}, ..., x_{t−n_lags}]``), where the past rows come from
+    earlier rows of the same call and, before them, from the rows learned by
+    :meth:`partial_fit` / :meth:`fit`. Rows before the start of the stream are
+    ``fill_value``. With ``X = series[:, None]`` and ``y = series``, a regressor after it
+    predicts each value ``y[t]`` from the ``n_lags`` values that end ``horizon`` steps
+    before it — ``horizon=1`` is the univariate autoregressive setting of the ABO paper —
+    with no need to drop rows. Exogenous inputs are extra columns of ``X``
+    (``X = np.column_stack([series, exog])``): they are lagged the same way, so row
+    ``t`` only sees exogenous values known ``horizon`` steps before its target.
 
     Parameters
     ----------
     n_lags : int, default=1
         Number of past rows per output row.
+    horizon : int, default=1
+        Lag of the most recent past row: row ``t`` starts at ``x_{t−horizon}``, so a
+        target aligned with ``X`` is forecast ``horizon`` steps ahead.
     fill_value : float, default=0.0
         Value of the lags that reach before the first row of the stream.
 
     Attributes
     ----------
-    history_ : ndarray of shape (n_lags, n_features_in_)
-        The last ``n_lags`` rows learned, oldest first (``fill_value`` where the stream
-        is shorter).
+    history_ : ndarray of shape (n_lags + horizon - 1, n_features_in_)
+        The last ``n_lags + horizon − 1`` rows learned, oldest first (``fill_value``
+        where the stream is shorter): the rows the lags of the next rows can reach.
     n_samples_seen_ : int
         Rows learned since the last :meth:`fit` (reset by ``fit``).
     n_features_in_ : int
-        Number of input features ``d``; the output has ``n_lags · d`` columns, lag 1 of
-        every feature first.
+        Number of input features ``d``; the output has ``n_lags · d`` columns, the most
+        recent lag (``horizon``) of every feature first.
     feature_names_in_ : ndarray of shape (n_features_in_,)
         Names of the features, when ``X`` had string column names.
 
     See Also
     --------
     sklearn_orfit.datasets.make_lagged : The same lags as a one-off pre-step (drops the
-        first ``n_lags`` rows instead of filling them).
+        first ``n_lags + horizon − 1`` rows instead of filling them: its row ``i`` is
+        row ``i + n_lags + horizon − 1`` here).
     RecursiveStandardScaler : The other streaming pre-step.
 
     Notes
@@ -543,11 +551,20 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
     followed by :meth:`partial_fit` (the output uses strictly earlier rows, so there is
     no look-ahead); :meth:`fit_transform` is ``fit`` on nothing followed by
     :meth:`prequential_transform`, i.e. the lags *within* ``X``. Cost
-    ``O(n_samples · n_lags · d)``; the state is ``n_lags`` rows, whatever the length of
-    the stream. ``n_lags`` and ``fill_value`` are those the stream started with:
-    changing one by ``set_params`` before the next :meth:`partial_fit`,
-    :meth:`transform` or :meth:`prequential_transform` raises ``ValueError`` (call
-    :meth:`fit` to start a stream with the new values).
+    ``O(n_samples · n_lags · d)``; the state is ``n_lags + horizon − 1`` rows, whatever
+    the length of the stream. ``n_lags``, ``horizon`` and ``fill_value`` are those the
+    stream started with: changing one by ``set_params`` before the next
+    :meth:`partial_fit`, :meth:`transform` or :meth:`prequential_transform` raises
+    ``ValueError`` (call :meth:`fit` to start a stream with the new values).
+
+    **Horizon and delayed labels.** With ``horizon = h > 1``, the label ``y[t]`` of row
+    ``t`` is only known ``h`` steps after the row's most recent lag — when the lags of
+    rows ``t + 1, ..., t + h − 1`` are already available. Evaluated prequentially, a
+    model must not learn row ``t`` before it has predicted those rows: pass
+    ``delay=horizon − 1`` to :func:`~sklearn_orfit.prequential_predict`,
+    :func:`~sklearn_orfit.model_selection.make_prequential_scorer` and
+    :class:`~sklearn_orfit.model_selection.PrequentialSplit` (with ``delay=0`` the
+    model learns labels that were not yet observed when it predicts).
 
     When a chain is evaluated on a fold after a warm-up block (as
     :class:`~sklearn_orfit.model_selection.PrequentialSplit` does), the lags of the
@@ -567,16 +584,37 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
     >>> lags.prequential_transform(series[3:])  # continues across calls
     array([[3., 2.],
            [4., 3.]])
+    >>> ahead = LagTransformer(n_lags=2, horizon=2)  # y[t] from x_{t-2}, x_{t-3}
+    >>> ahead.fit_transform(series)
+    array([[0., 0.],
+           [0., 0.],
+           [1., 0.],
+           [2., 1.],
+           [3., 2.]])
+    >>> ahead.history_.shape  # n_lags + horizon - 1 rows
+    (3, 1)
     """
 
     _parameter_constraints: dict = {
         "n_lags": [Interval(Integral, 1, None, closed="left")],
+        "horizon": [Interval(Integral, 1, None, closed="left")],
         "fill_value": [Real],
     }
 
-    def __init__(self, n_lags=1, *, fill_value=0.0):
+    def __init__(self, n_lags=1, *, horizon=1, fill_value=0.0):
         self.n_lags = n_lags
+        self.horizon = horizon
         self.fill_value = fill_value
+
+    def __setstate__(self, state):
+        state = dict(state)
+        if "horizon" not in state:
+            # saved by a version without a horizon: its lags were one step back
+            state["horizon"] = 1
+            saved = state.get("_stream_param_values")
+            if saved is not None and len(saved) == 2:  # (n_lags, fill_value)
+                state["_stream_param_values"] = (saved[0], 1, saved[1])
+        super().__setstate__(state)
 
     @_fit_context(prefer_skip_nested_validation=True)
     @_all_or_nothing
@@ -603,7 +641,7 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
     @_fit_context(prefer_skip_nested_validation=True)
     @_all_or_nothing
     def partial_fit(self, X, y=None):
-        """Append ``X`` to the stream (only its last ``n_lags`` rows are kept).
+        """Append ``X`` to the stream (only its last ``n_lags + horizon − 1`` rows are kept).
 
         Parameters
         ----------
@@ -637,7 +675,8 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
         Returns
         -------
         X_lagged : ndarray of shape (n_samples, n_lags * n_features)
-            Row ``t``: ``[x_{t−1}, ..., x_{t−n_lags}]`` flattened (lag-major).
+            Row ``t``: ``[x_{t−horizon}, ..., x_{t−horizon−n_lags+1}]`` flattened
+            (lag-major).
         """
         check_is_fitted(self)
         self._check_stream_params()
@@ -695,7 +734,9 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
         return self.prequential_transform(X)
 
     def get_feature_names_out(self, input_features=None):
-        """Names ``"{feature}_lag{k}"``, lag 1 of every feature first.
+        """Names ``"{feature}_lag{k}"``, ``k`` from ``horizon`` to ``horizon + n_lags − 1``.
+
+        The most recent lag (``horizon``) of every feature comes first.
 
         Parameters
         ----------
@@ -713,15 +754,20 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
             input_features = getattr(
                 self, "feature_names_in_", [f"x{i}" for i in range(self.n_features_in_)]
             )
-        names = [f"{f}_lag{k}" for k in range(1, self.n_lags + 1) for f in input_features]
+        h = self.horizon
+        names = [f"{f}_lag{k}" for k in range(h, h + self.n_lags) for f in input_features]
         return np.asarray(names, dtype=object)
 
     def _init_state(self, n_features):
-        self.history_ = np.full((self.n_lags, n_features), float(self.fill_value))
+        self.history_ = np.full((self._n_history(), n_features), float(self.fill_value))
         record_stream_params(self)
         self.n_samples_seen_ = 0
 
-    _stream_params = ("n_lags", "fill_value")
+    _stream_params = ("n_lags", "horizon", "fill_value")
+
+    def _n_history(self):
+        """Rows the lags of the next rows can reach: ``n_lags + horizon − 1``."""
+        return self.n_lags + self.horizon - 1
 
     def _check_stream_params(self):
         """``history_`` was built with the parameters the stream started with."""
@@ -729,13 +775,15 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
 
     def _push(self, X):
         E = np.concatenate([self.history_, X])
-        self.history_ = E[-self.n_lags :].copy()
+        self.history_ = E[-self._n_history() :].copy()
         self.n_samples_seen_ += X.shape[0]
 
     def _lags(self, X):
-        L, (b, d) = self.n_lags, X.shape
-        # E = [history (L rows, oldest first); X]: row t of X is E[L + t], lag k is E[L + t − k]
+        L, h, (b, d) = self.n_lags, self.horizon, X.shape
+        # E = [history (M = L + h − 1 rows, oldest first); X]: row t of X is E[M + t] and
+        # its lags k = h .. h + L − 1 are E[M + t − k], i.e. the window E[t : t + L]
         E = np.concatenate([self.history_, X])
-        windows = np.lib.stride_tricks.sliding_window_view(E[:-1], L, axis=0)  # (b, d, L)
-        # most recent first, lag-major: [lag1 of all d, lag2 of all d, ...]
+        # (the last h rows are too recent for any row of X)
+        windows = np.lib.stride_tricks.sliding_window_view(E[: len(E) - h], L, axis=0)  # (b, d, L)
+        # most recent first, lag-major: [lag h of all d, lag h + 1 of all d, ...]
         return np.ascontiguousarray(windows[:, :, ::-1].transpose(0, 2, 1)).reshape(b, L * d)
