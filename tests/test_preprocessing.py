@@ -207,3 +207,187 @@ def test_lags_have_no_look_ahead(n, cut, n_lags, seed):
     a = LagTransformer(n_lags).prequential_transform(X)
     b = LagTransformer(n_lags).prequential_transform(X2)
     np.testing.assert_array_equal(a[: cut + 1], b[: cut + 1])
+
+
+# ------------------------------------------------------------ LagTransformer: horizon
+def _lag_oracle(X, n_lags, horizon=1, fill_value=0.0):
+    """Plain loops: row t is [x_{t-h}, ..., x_{t-h-n_lags+1}], fill_value before row 0."""
+    n, d = X.shape
+    out = np.empty((n, n_lags * d))
+    for t in range(n):
+        row = []
+        for k in range(horizon, horizon + n_lags):
+            row.extend(X[t - k] if t - k >= 0 else [fill_value] * d)
+        out[t] = row
+    return out
+
+
+def _lags_before_horizon(history, X):
+    """LagTransformer._lags as it was before ``horizon`` (the regression reference)."""
+    L, (b, d) = history.shape[0], X.shape
+    E = np.concatenate([history, X])
+    windows = np.lib.stride_tricks.sliding_window_view(E[:-1], L, axis=0)
+    return np.ascontiguousarray(windows[:, :, ::-1].transpose(0, 2, 1)).reshape(b, L * d)
+
+
+@pytest.mark.parametrize("n_lags", [1, 2, 5])
+@pytest.mark.parametrize("d", [1, 3])
+def test_lag_horizon_one_is_the_previous_output_bit_for_bit(n_lags, d):
+    X = np.random.default_rng(n_lags * 7 + d).normal(size=(23, d)) * 1e5
+    fill = np.full((n_lags, d), -2.5)
+    for lags in (LagTransformer(n_lags, fill_value=-2.5),
+                 LagTransformer(n_lags, horizon=1, fill_value=-2.5)):
+        first = lags.prequential_transform(X[:9])
+        assert first.tobytes() == _lags_before_horizon(fill, X[:9]).tobytes()
+        assert lags.history_.shape == (n_lags, d)
+        history = lags.history_.copy()
+        rest = lags.prequential_transform(X[9:])
+        assert rest.tobytes() == _lags_before_horizon(history, X[9:]).tobytes()
+        assert rest.shape == (14, n_lags * d) and rest.flags.c_contiguous
+
+
+@pytest.mark.parametrize(
+    "n_lags, horizon, d, fill_value",
+    [(1, 1, 1, 0.0), (1, 2, 1, 0.0), (3, 2, 1, -1.0), (2, 5, 2, 0.0), (4, 3, 3, 7.5),
+     (1, 12, 2, 0.0), (2, 40, 1, 1.0)],
+)
+def test_lag_horizon_matches_loop_oracle(n_lags, horizon, d, fill_value):
+    X = np.random.default_rng(horizon * 10 + n_lags).normal(size=(30, d))
+    lags = LagTransformer(n_lags, horizon=horizon, fill_value=fill_value)
+    expected = _lag_oracle(X, n_lags, horizon, fill_value)
+    np.testing.assert_array_equal(lags.fit_transform(X), expected)
+    # the state: the last n_lags + horizon - 1 rows, fill_value before the stream
+    M = n_lags + horizon - 1
+    padded = np.concatenate([np.full((M, d), fill_value), X])
+    np.testing.assert_array_equal(lags.history_, padded[-M:])
+    assert lags.history_.shape == (M, d) and lags.n_samples_seen_ == 30
+    # transform continues the learned stream (and learns nothing)
+    lags = LagTransformer(n_lags, horizon=horizon, fill_value=fill_value).fit(X[:11])
+    np.testing.assert_array_equal(lags.transform(X[11:]), expected[11:])
+    assert lags.n_samples_seen_ == 11
+
+
+@pytest.mark.parametrize("n_lags, horizon", [(1, 3), (3, 2), (2, 6)])
+def test_lag_horizon_streamed_in_pieces_equals_one_call(n_lags, horizon):
+    X = np.random.default_rng(9).normal(size=(40, 2))
+    whole = LagTransformer(n_lags, horizon=horizon, fill_value=-1.0).prequential_transform(X)
+    for bounds in ([(0, 1), (1, 2), (2, 3), (3, 17), (17, 18), (18, 40)],
+                   [(0, 5), (5, 9), (9, 40)],
+                   [(i, i + 1) for i in range(40)]):
+        lags = LagTransformer(n_lags, horizon=horizon, fill_value=-1.0)
+        parts = [lags.prequential_transform(X[a:b]) for a, b in bounds]
+        np.testing.assert_array_equal(np.concatenate(parts), whole)
+        # partial_fit then transform: the same rows
+        lags = LagTransformer(n_lags, horizon=horizon, fill_value=-1.0).partial_fit(X[:3])
+        lags.partial_fit(X[3:20])
+        np.testing.assert_array_equal(lags.transform(X[20:]), whole[20:])
+
+
+@pytest.mark.parametrize("n_lags, horizon", [(1, 1), (4, 1), (1, 3), (4, 2), (3, 7)])
+def test_lag_horizon_matches_make_lagged_after_the_fill(n_lags, horizon):
+    # make_lagged's row i (most recent lag at t = i + n_lags - 1, target series[t + h])
+    # is the transformer's row i + n_lags + horizon - 1 with target y = series
+    series = np.random.default_rng(n_lags + 10 * horizon).normal(size=60)
+    X_ref, y_ref = make_lagged(series, n_lags, horizon=horizon)
+    Xt = LagTransformer(n_lags, horizon=horizon).fit_transform(series[:, None])
+    start = n_lags + horizon - 1
+    np.testing.assert_array_equal(Xt[start:], X_ref)
+    np.testing.assert_array_equal(series[start:], y_ref)
+    # before it, the lags reach before the series (filled), so the rows are not in X_ref
+    assert Xt.shape[0] - start == X_ref.shape[0]
+    assert np.all(Xt[start - 1, -1] == 0.0)
+
+
+def test_lag_horizon_with_exog_columns_matches_make_lagged():
+    # exogenous inputs are extra columns of X; the transformer's layout is lag-major,
+    # make_lagged's is column by column
+    rng = np.random.default_rng(11)
+    series, exog = rng.normal(size=50), rng.normal(size=(50, 2))
+    n_lags, h = 3, 2
+    X_ref, y_ref = make_lagged(series, n_lags, horizon=h, exog=exog)
+    Xt = LagTransformer(n_lags, horizon=h).fit_transform(np.column_stack([series, exog]))
+    start = n_lags + h - 1
+    # (rows, lag, column) -> (rows, column, lag)
+    reordered = Xt[start:].reshape(-1, n_lags, 3).transpose(0, 2, 1).reshape(-1, 3 * n_lags)
+    np.testing.assert_array_equal(reordered, X_ref)
+    np.testing.assert_array_equal(series[start:], y_ref)
+
+
+def test_lag_horizon_feature_names():
+    lags = LagTransformer(2, horizon=3).fit(np.zeros((3, 2)))
+    assert list(lags.get_feature_names_out()) == ["x0_lag3", "x1_lag3", "x0_lag4", "x1_lag4"]
+    lags = LagTransformer(2).fit(np.zeros((3, 2)))
+    assert list(lags.get_feature_names_out()) == ["x0_lag1", "x1_lag1", "x0_lag2", "x1_lag2"]
+
+
+@pytest.mark.parametrize("horizon", [0, -2, 1.5, "1", None])
+def test_lag_rejects_bad_horizon(horizon):
+    X = np.zeros((4, 1))
+    for call in (lambda e: e.fit(X), lambda e: e.partial_fit(X),
+                 lambda e: e.prequential_transform(X), lambda e: e.fit_transform(X)):
+        with pytest.raises(ValueError, match="horizon"):
+            call(LagTransformer(2, horizon=horizon))
+
+
+@pytest.mark.parametrize("value", [1, 2, 4])
+def test_lag_horizon_set_params_mid_stream_is_refused(value):
+    X = np.random.default_rng(12).normal(size=(12, 2))
+    lags = LagTransformer(2, horizon=3).fit(X[:4])
+    lags.set_params(horizon=value)
+    before = pickle.dumps(lags)
+    calls = [
+        lambda est: est.partial_fit(X[4:8]),
+        lambda est: est.transform(X[4:8]),
+        lambda est: est.prequential_transform(X[4:8]),
+        lambda est: est.get_feature_names_out(),
+    ]
+    for call in calls:
+        with pytest.raises(ValueError, match="horizon changed.*Call fit"):
+            call(lags)
+        assert pickle.dumps(lags) == before
+    # fit starts a new stream with the new horizon
+    np.testing.assert_array_equal(
+        lags.fit(X[:4]).transform(X[4:]),
+        LagTransformer(2, horizon=value).fit(X[:4]).transform(X[4:]),
+    )
+    assert lags.history_.shape == (2 + value - 1, 2)
+
+
+def test_lag_pickle_without_horizon_loads_as_horizon_one():
+    # a transformer saved before horizon existed: no horizon attribute and stream
+    # parameters (n_lags, fill_value)
+    X = np.random.default_rng(13).normal(size=(20, 1))
+    lags = LagTransformer(3, fill_value=-1.0).fit(X[:8])
+    state = lags.__getstate__()
+    del state["horizon"]
+    state["_stream_param_values"] = (3, -1.0)
+    old = LagTransformer.__new__(LagTransformer)
+    old.__setstate__(state)
+    assert old.horizon == 1 and old.get_params()["horizon"] == 1
+    np.testing.assert_array_equal(old.prequential_transform(X[8:]), _lag_oracle(X, 3, 1, -1.0)[8:])
+    old.set_params(n_lags=2)
+    with pytest.raises(ValueError, match="n_lags changed"):
+        old.transform(X[:2])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(2, 30),
+    cut=st.integers(0, 29),
+    n_lags=st.integers(1, 4),
+    horizon=st.integers(1, 6),
+    seed=st.integers(0, 999),
+)
+def test_lags_with_horizon_have_no_look_ahead(n, cut, n_lags, horizon, seed):
+    # row t uses rows <= t - horizon only: changing rows j > cut leaves rows
+    # t <= cut + horizon unchanged, and row cut + horizon + 1 (if any) sees the change
+    cut = min(cut, n - 2)
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    X2 = X.copy()
+    X2[cut + 1 :] += 1.0
+    a = LagTransformer(n_lags, horizon=horizon).prequential_transform(X)
+    b = LagTransformer(n_lags, horizon=horizon).prequential_transform(X2)
+    np.testing.assert_array_equal(a[: cut + horizon + 1], b[: cut + horizon + 1])
+    if cut + horizon + 1 < n:
+        assert not np.array_equal(a[cut + horizon + 1], b[cut + horizon + 1])
