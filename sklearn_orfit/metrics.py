@@ -684,31 +684,36 @@ def _format_skill(skill):
 _UNDEFINED_SKILL = {
     "no_rows": "the series is too short for it",
     "zero_reference": "that forecast is exact on this series",
-    "no_season": "no season given",
+}
+_VERBS = {
+    "beat": "beats",
+    "not": "does NOT beat",
+    "undefined": "cannot be compared with",
 }
 
 
-def _summary(skills):
-    """One sentence: does the model beat each reference forecast?"""
-    parts = []
-    for name, skill, reason in skills:
-        if skill is None:
-            parts.append(("undefined", name, f"({_UNDEFINED_SKILL[reason]})"))
-        else:
-            verdict = "beat" if skill > 0 else "not"
-            parts.append((verdict, name, f"(MSE skill {_format_skill(skill)})"))
-    verbs = {
-        "beat": "beats",
-        "not": "does NOT beat",
-        "undefined": "cannot be compared with",
-    }
-    (v1, n1, d1), (v2, n2, d2) = parts
+def _clause(name, skill, reason):
+    """``(verdict, "the <name> (<detail>)")`` for the summary sentence."""
+    if skill is None:
+        return "undefined", f"the {name} ({_UNDEFINED_SKILL[reason]})"
+    verdict = "beat" if skill > 0 else "not"
+    return verdict, f"the {name} (MSE skill {_format_skill(skill)})"
+
+
+def _summary(last, last_reason, season, seasonal, seasonal_reason):
+    """One sentence: does the model beat the last-value and seasonal-naive forecasts?"""
+    v1, c1 = _clause("last-value forecast", last, last_reason)
+    if season is None:
+        return (
+            f"The model {_VERBS[v1]} {c1}; there is no seasonal-naive comparison (no "
+            "season given)."
+        )
+    name = f"seasonal-naive forecast with season {season}"
+    v2, c2 = _clause(name, seasonal, seasonal_reason)
     if v1 == v2:
-        joiner = "or" if v1 != "beat" else "and"
-        body = f"{verbs[v1]} the {n1} {d1} {joiner} the {n2} {d2}"
-    else:
-        body = f"{verbs[v1]} the {n1} {d1} but {verbs[v2]} the {n2} {d2}"
-    return f"The model {body}."
+        joiner = "and" if v1 == "beat" else "or"
+        return f"The model {_VERBS[v1]} {c1} {joiner} {c2}."
+    return f"The model {_VERBS[v1]} {c1} but {_VERBS[v2]} {c2}."
 
 
 def forecast_scores(y_true, y_pred, *, season=None, horizon=1, y_train=None):
@@ -748,7 +753,11 @@ def forecast_scores(y_true, y_pred, *, season=None, horizon=1, y_train=None):
           the skill is > 0; ``None`` where the skill is ``None``;
         * ``"summary"`` : str — one English sentence, e.g. "The model beats the
           last-value forecast (MSE skill 0.42) and the seasonal-naive forecast with
-          season 48 (MSE skill 0.31)."
+          season 48 (MSE skill 0.31)." or "The model does NOT beat the last-value
+          forecast (MSE skill -0.08) but beats ..."; with ``season=None`` it ends
+          "there is no seasonal-naive comparison (no season given)". Skills are
+          printed with two decimals (in scientific notation when that would read
+          0.00).
 
         A skill is ``None`` (and the sentence says the model "cannot be compared with"
         that forecast) when the naive forecast has no row (series shorter than its
@@ -809,9 +818,8 @@ def forecast_scores(y_true, y_pred, *, season=None, horizon=1, y_train=None):
     y = _as_float(y_true, "y_true")
     mase, _ = _mase(y, e, 1 if season is None else season, y_train)
     last, last_reason = _skill(y, e, naive_forecast(y, horizon=horizon), "mse")
-    if season is None:
-        seasonal, seasonal_reason = None, "no_season"
-    else:
+    seasonal = seasonal_reason = None
+    if season is not None:
         reference = naive_forecast(y, season=season, horizon=horizon)
         seasonal, seasonal_reason = _skill(y, e, reference, "mse")
     mse = float(np.mean(e * e))
@@ -825,14 +833,5 @@ def forecast_scores(y_true, y_pred, *, season=None, horizon=1, y_train=None):
         "skill_seasonal_naive": seasonal,
         "beats_last_value": None if last is None else bool(last > 0),
         "beats_seasonal_naive": None if seasonal is None else bool(seasonal > 0),
-        "summary": _summary(
-            [
-                ("last-value forecast", last, last_reason),
-                (
-                    f"seasonal-naive forecast with season {season}",
-                    seasonal,
-                    seasonal_reason,
-                ),
-            ]
-        ),
+        "summary": _summary(last, last_reason, season, seasonal, seasonal_reason),
     }
