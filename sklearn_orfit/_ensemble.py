@@ -15,7 +15,9 @@ from ._pipeline import changed_stream_params, record_deep_params
 from ._prequential import prequential_predict as _prequential_predict
 from ._qr_ewrls import QREWRLSRegressor
 from ._rff import RandomFourierFeatures
-from ._stream import StreamLockMixin, make_private, stream_update, validate_stream
+from ._stream import (
+    StreamLockMixin, check_delay, make_private, stream_update, validate_stream,
+)
 
 __all__ = ["FeaturePartitionEnsemble"]
 
@@ -56,10 +58,10 @@ def _partial_fit_partition(*, transformer, estimator, X, y, copy_state, parent_p
     return work
 
 
-def _prequential_partition(*, transformer, estimator, X, y, copy_state, parent_pid):
+def _prequential_partition(*, transformer, estimator, X, y, copy_state, parent_pid, delay=0):
     """Predict-then-update over the chunk on one partition, in one call."""
     work = _working_copy(estimator, copy_state=copy_state, parent_pid=parent_pid)
-    y_pred = _prequential_predict(work, transformer.transform(X), y)
+    y_pred = _prequential_predict(work, transformer.transform(X), y, delay=delay)
     return work, np.asarray(y_pred, dtype=np.float64)
 
 
@@ -321,7 +323,7 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
         return self
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def prequential_predict(self, X, y):
+    def prequential_predict(self, X, y, *, delay=0):
         """Predict each row from the state before it, then learn it (one task per block).
 
         Parameters
@@ -330,15 +332,20 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
             Rows in stream order.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Targets.
+        delay : int, default=0
+            Labels arrive ``delay`` rows late: every partition predicts row ``i`` from
+            the state that has learned rows ``< i − delay`` of this call (see
+            :func:`~sklearn_orfit.prequential_predict`).
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
             ``y_pred[i]``: the mean over partitions of their predictions from the state
-            after rows ``< i`` (each partition's own convention before its first row;
-            0 for :class:`QREWRLSRegressor`).
+            after rows ``< i − delay`` (each partition's own convention before its first
+            row; 0 for :class:`QREWRLSRegressor`).
         """
-        return self._stream(X, y, predict=True, reset=False)
+        delay = check_delay(delay)
+        return self._stream(X, y, predict=True, reset=False, delay=delay)
 
     def predict(self, X):
         """Mean of the partitions' predictions (no learning).
@@ -420,7 +427,7 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
     def __sklearn_is_fitted__(self):
         return hasattr(self, "estimators_")
 
-    def _stream(self, X, y, *, predict, reset):
+    def _stream(self, X, y, *, predict, reset, delay=0):
         """One learning call, all-or-nothing (the package's update template).
 
         The partitions learn on working copies (:func:`_working_copy`); the copies are
@@ -442,12 +449,15 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
             else:
                 sub_maps, estimators = self.partition_features_, self.estimators_
 
-            task = _prequential_partition if predict else _partial_fit_partition
+            task = _partial_fit_partition
+            extra = {}
+            if predict:
+                task, extra = _prequential_partition, {"delay": delay}
             # fresh estimators of a first call are already private: no copy needed
             results = Parallel(n_jobs=self.n_jobs)(
                 delayed(task)(
                     transformer=transformer, estimator=estimator, X=X, y=y,
-                    copy_state=not first_call, parent_pid=os.getpid(),
+                    copy_state=not first_call, parent_pid=os.getpid(), **extra,
                 )
                 for transformer, estimator in zip(sub_maps, estimators)
             )

@@ -53,7 +53,8 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
 from ._stream import (
-    LinearPredictMixin, OneRowPredictMixin, StreamLockMixin, stream_update, validate_stream,
+    LinearPredictMixin, OneRowPredictMixin, StreamLockMixin, check_delay, commit_copy,
+    learn_with_delay, stream_update, validate_stream,
 )
 from ._validation import check_one_row, check_one_target
 from .exceptions import SpannedBatchWarning
@@ -87,7 +88,7 @@ class _ORFitMemoryMixin:
     # the attribute whose presence means a stream has started
     _STATE_MARKER = "coef_"
 
-    def _learn(self, X, y, *, reset, batch_size, predict):
+    def _learn(self, X, y, *, reset, batch_size, predict, delay=0):
         """Validate everything, then learn (the package's update template: write lock,
         parameter check, all or nothing)."""
         first_call = reset or self._STATE_MARKER not in self.__dict__
@@ -104,18 +105,30 @@ class _ORFitMemoryMixin:
             step = n if batch_size is None else batch_size
             Y_pred = np.empty_like(Y) if predict else None
             n_unfitted = 0
-            # overflow is detected and reported by _step, not as a RuntimeWarning
-            with np.errstate(over="ignore", invalid="ignore"):
-                for start in range(0, n, step):
-                    stop = min(start + step, n)
-                    P, unfitted = self._step(X[start:stop], Y[start:stop])
-                    if predict:
+
+            def learn_rows(work, Xr, Yr):
+                nonlocal n_unfitted
+                for start in range(0, Xr.shape[0], step):
+                    stop = min(start + step, Xr.shape[0])
+                    P, unfitted = work._step(Xr[start:stop], Yr[start:stop])
+                    if predict and not delay:
                         Y_pred[start:stop] = P
                     n_unfitted += (stop - start) if unfitted else 0
+
+            # overflow is detected and reported by _step, not as a RuntimeWarning
+            with np.errstate(over="ignore", invalid="ignore"):
+                if predict and delay:
+                    # labels `delay` rows late: a private copy learns, committed below
+                    Y_pred, work = learn_with_delay(self, X, Y, delay, learn=learn_rows,
+                                                    commit=False)
+                else:
+                    learn_rows(self, X, Y)
             if n_unfitted:
                 # inside the transaction: a warning escalated to an error (e.g.
                 # warnings.simplefilter("error")) restores the state
                 _warn_spanned(n_unfitted, n, stacklevel=3)
+            if predict and delay:
+                commit_copy(self, work)
         if predict and y_ndim == 1:
             Y_pred = Y_pred[:, 0]
         return self, Y_pred
@@ -542,7 +555,7 @@ class ORFitRegressor(
         return self._learn(X, y, reset=False, batch_size=None, predict=False)[0]
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def prequential_predict(self, X, y):
+    def prequential_predict(self, X, y, *, delay=0):
         """Predict each row from the state before it, then learn it (one row per step).
 
         Gives the same predictions and final state as calling :meth:`predict` and
@@ -554,14 +567,19 @@ class ORFitRegressor(
             Rows in stream order.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Targets.
+        delay : int, default=0
+            Labels arrive ``delay`` rows late: ``y_pred[i]`` is made by the weights that
+            have learned rows ``< i − delay`` of this call (see
+            :func:`~sklearn_orfit.prequential_predict`). Every row is learned on return.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i]`` from the weights after rows ``< i`` (``x·W₀``, i.e. 0 by
-            default, for the first row of a stream).
+            ``y_pred[i]`` from the weights after rows ``< i − delay`` (``x·W₀``, i.e. 0
+            by default, for the first rows of a stream).
         """
-        return self._learn(X, y, reset=False, batch_size=1, predict=True)[1]
+        delay = check_delay(delay)
+        return self._learn(X, y, reset=False, batch_size=1, predict=True, delay=delay)[1]
 
     def learn_one(self, x, y):
         """Learn one row with only cheap checks (shape, dtype, finiteness).

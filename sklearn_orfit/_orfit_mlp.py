@@ -33,7 +33,7 @@ from ._orfit import (
     _EPS, _ORFitMemoryMixin, _all_finite, _norm, _orthogonal_step, _warn_spanned,
 )
 from ._stream import (
-    StreamLockMixin, check_stream_params, record_stream_params,
+    StreamLockMixin, check_delay, check_stream_params, record_stream_params,
 )
 from ._validation import check_fitted_fast, check_one_row
 
@@ -254,7 +254,7 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, Base
         return self._learn(X, y, reset=False, batch_size=None, predict=False)[0]
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def prequential_predict(self, X, y):
+    def prequential_predict(self, X, y, *, delay=0):
         """Predict each row from the state before it, then learn it (one row per step).
 
         Parameters
@@ -263,14 +263,19 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, Base
             Rows in stream order.
         y : array-like of shape (n_samples,) or (n_samples, n_outputs)
             Targets.
+        delay : int, default=0
+            Labels arrive ``delay`` rows late: ``y_pred[i]`` is made by the network that
+            has learned rows ``< i − delay`` of this call (see
+            :func:`~sklearn_orfit.prequential_predict`). Every row is learned on return.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            ``y_pred[i]`` from the parameters after rows ``< i`` (the initial network for
-            the first row of a stream).
+            ``y_pred[i]`` from the parameters after rows ``< i − delay`` (the initial
+            network for the first rows of a stream).
         """
-        return self._learn(X, y, reset=False, batch_size=1, predict=True)[1]
+        delay = check_delay(delay)
+        return self._learn(X, y, reset=False, batch_size=1, predict=True, delay=delay)[1]
 
     def learn_one(self, x, y):
         """Learn one row with only cheap checks (shape, dtype, finiteness).
@@ -307,6 +312,10 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, Base
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._output(self._forward(X, self.params_)[-1])
+
+    def _predict_rows(self, X):
+        """Predictions of validated rows, 2-D (the delayed-label path)."""
+        return self._forward(X, self.params_)[-1]
 
     def predict_one(self, x):
         """Predict one row with only cheap checks (shape, dtype, finiteness).

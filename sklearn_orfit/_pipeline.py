@@ -28,6 +28,7 @@ from ._rff import RandomFourierFeatures
 from ._stream import (
     StreamingRegressorMixin,
     StreamLockMixin,
+    check_delay,
     check_target_shape,
     stream_lock,
     stream_update,
@@ -508,7 +509,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         self._learn(X, y, mode="fit", reset=False)
         return self
 
-    def prequential_predict(self, X, y):
+    def prequential_predict(self, X, y, *, delay=0):
         """Predict each row from the state learned on the rows before it, then learn it.
 
         Parameters
@@ -517,16 +518,22 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
             Rows in stream order.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Their targets.
+        delay : int, default=0
+            Labels arrive ``delay`` rows late (see
+            :func:`~sklearn_orfit.prequential_predict`). Only the final estimator
+            waits for them: the transformers learn from the inputs, which arrive with
+            their rows, so row ``t`` gets the same features whatever the delay.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[t]`` from the pipeline that has learned rows ``< t`` (0 before the
-            final estimator's first row).
+            ``y_pred[t]`` from the final estimator that has learned rows ``< t − delay``
+            (0 before its first row).
         """
+        delay = check_delay(delay)
         if "steps_" not in self.__dict__:
             self._validate_params()
-        return self._learn(X, y, mode="predict", reset=False)
+        return self._learn(X, y, mode="predict", reset=False, delay=delay)
 
     @available_if(_final_has("transform"))
     def prequential_transform(self, X, y=None):
@@ -582,7 +589,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
 
     _atomic_updates = True  # see _is_atomic: every learning call is all-or-nothing
 
-    def _learn(self, X, y, *, mode, reset):
+    def _learn(self, X, y, *, mode, reset, delay=0):
         """One learning call of the whole chain, all-or-nothing.
 
         ``mode`` is ``"fit"`` (:meth:`partial_fit`), ``"predict"``
@@ -616,7 +623,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
                         last = (final, dict(final.__dict__))
                     if mode == "predict":
                         self._keep(final, undo, last=True)
-                        out = _prequential_predict(final, Xt, y)
+                        out = _prequential_predict(final, Xt, y, delay=delay)
                     elif _is_skipped(final):
                         out = Xt
                     elif mode == "fit" and hasattr(final, "partial_fit"):

@@ -3,15 +3,18 @@
 import numpy as np
 from sklearn.utils import check_array, check_consistent_length
 
+from ._stream import check_delay
+
 __all__ = ["prequential_predict"]
 
 
-def prequential_predict(estimator, X, y):
+def prequential_predict(estimator, X, y, *, delay=0):
     """Predict each row from the state learned on earlier rows, then learn it.
 
-    ``ŷ[i]`` is made by ``estimator`` after it has learned rows ``0 .. i-1`` of ``X``
-    (plus whatever it had learned before the call), and never depends on ``X[i+1:]`` or
-    ``y[i:]``. On return the estimator has learned every row, in order.
+    ``ŷ[i]`` is made by ``estimator`` after it has learned rows ``0 .. i-1-delay`` of
+    ``X`` (plus whatever it had learned before the call), and never depends on
+    ``X[i+1:]`` or ``y[i-delay:]``. On return the estimator has learned every row, in
+    order.
 
     Parameters
     ----------
@@ -25,6 +28,14 @@ def prequential_predict(estimator, X, y):
         The rows, in stream order.
     y : array-like of shape (n_samples,) or (n_samples, n_targets)
         Their targets.
+    delay : int, default=0
+        How many rows late each label arrives. ``0`` is one-step-ahead evaluation: the
+        label of row ``i`` is known before row ``i + 1`` is predicted. For an
+        ``h``-step-ahead forecast (rows built with
+        ``make_lagged(series, n_lags, horizon=h)``, whose target is ``h`` steps after
+        its features) use ``delay = h − 1``: row ``i``'s label is only observed at the
+        time of row ``i + h − 1``, so the rows wait in a queue until their label is
+        due. Learning a label as soon as its row is predicted would use the future.
 
     Returns
     -------
@@ -34,6 +45,13 @@ def prequential_predict(estimator, X, y):
     Notes
     -----
     The row-by-row fallback costs one ``predict`` and one ``partial_fit`` call per row.
+    With ``delay > 0`` the package's estimators learn one row at a time on a private
+    copy of their state, committed at the end of the call (so a failure leaves them as
+    they were): one prediction and one single-row update per row, instead of their
+    vectorised one-step path. Pipelines transform each row as soon as it arrives (the
+    inputs ``X`` are not delayed, only the labels) and pass the delay to the final
+    estimator; ensembles pass it to every partition. See the user guide's
+    :ref:`prequential` page.
 
     Examples
     --------
@@ -44,11 +62,19 @@ def prequential_predict(estimator, X, y):
     >>> y = X.sum(axis=1)
     >>> prequential_predict(SGDRegressor(random_state=0), X, y).shape
     (4,)
+
+    With labels two rows late, the first three rows are predicted by the model as it
+    was before the call (here: nothing learned, so 0):
+
+    >>> from sklearn_orfit import QREWRLSRegressor
+    >>> prequential_predict(QREWRLSRegressor(window_size=2), X, y, delay=2).round(6)
+    array([0., 0., 0., 7.])
     """
+    delay = check_delay(delay)
     method = getattr(estimator, "prequential_predict", None)
     if callable(method):
-        return method(X, y)
-    return _row_by_row(estimator, X, y)
+        return method(X, y, delay=delay) if delay else method(X, y)
+    return _row_by_row(estimator, X, y, delay=delay)
 
 
 def _is_fitted(estimator):
@@ -61,15 +87,22 @@ def _is_fitted(estimator):
     return True
 
 
-def _row_by_row(estimator, X, y):
+def _row_by_row(estimator, X, y, *, delay=0):
+    """``predict`` then ``partial_fit`` per row; labels ``delay`` rows late."""
     X = check_array(X, accept_sparse=False, ensure_all_finite=True)
     y = np.asarray(y)
     check_consistent_length(X, y)
+    n = X.shape[0]
     y_pred = np.zeros(y.shape, dtype=np.float64)
     fitted = _is_fitted(estimator)
-    for i in range(X.shape[0]):
+    for i in range(n):
+        j = i - 1 - delay  # the label that has just arrived
+        if j >= 0:
+            estimator.partial_fit(X[j : j + 1], y[j : j + 1])
+            fitted = True
+        # invariant: the estimator has learned rows < i − delay of this call
         if fitted:
             y_pred[i] = np.asarray(estimator.predict(X[i : i + 1])).reshape(y_pred[i].shape)
-        estimator.partial_fit(X[i : i + 1], y[i : i + 1])
-        fitted = True
+    for j in range(max(0, n - 1 - delay), n):
+        estimator.partial_fit(X[j : j + 1], y[j : j + 1])
     return y_pred

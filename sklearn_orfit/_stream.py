@@ -30,7 +30,11 @@ __all__ = [
     "OneRowPredictMixin",
     "StreamLockMixin",
     "StreamingRegressorMixin",
+    "check_delay",
     "check_stream_params",
+    "commit_copy",
+    "detached",
+    "learn_with_delay",
     "make_private",
     "needs_private",
     "on_rollback",
@@ -240,6 +244,76 @@ class _Transaction:
 _ACTIVE = contextvars.ContextVar("sklearn_orfit_learning_call", default=None)
 
 
+@contextmanager
+def detached():
+    """Run learning calls outside the enclosing one's transaction.
+
+    For work on a private copy of an estimator whose state is committed by the caller
+    in one statement at the end (:func:`sklearn_orfit._prequential.learn_with_delay`):
+    the copy's in-place writes need no undo record, so none is kept, however many calls
+    the copy makes.
+    """
+    token = _ACTIVE.set(None)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def check_delay(delay):
+    """``delay`` as an int ``>= 0`` (labels arriving that many rows late), or a ValueError."""
+    if isinstance(delay, (bool, np.bool_)) or not isinstance(delay, (int, np.integer)) or delay < 0:
+        raise ValueError(f"delay must be an int >= 0, got {delay!r}.")
+    return int(delay)
+
+
+def learn_with_delay(estimator, X, Y, delay, *, learn, commit=True):
+    """Prequential predictions with labels ``delay`` rows late, inside a learning call.
+
+    ``ŷ[i]`` is the prediction (``estimator._predict_rows``) of the state that has
+    learned rows ``0 … i − 1 − delay`` of ``X`` (the rows before wait in a queue until
+    their label is due); the last ``delay + 1`` rows are learned after the last
+    prediction, so every row is learned on return. ``learn(work, X_rows, Y_rows)``
+    learns validated rows on ``work``. ``X`` and ``Y`` are validated, ``Y`` 2-D.
+
+    The rows are learned by a private copy of the estimator (one ``O(state)`` copy per
+    call), outside the enclosing transaction (:func:`detached`), and the copy's state is
+    committed in one statement at the end (or, with ``commit=False``, returned for the
+    caller to commit): whatever fails half-way, the estimator is unchanged. Cost: one
+    prediction and one single-row update per row.
+
+    Returns ``Y_pred`` (2-D), or ``(Y_pred, work)`` when ``commit=False``.
+    """
+    n = X.shape[0]
+    work = copy.deepcopy(estimator)
+    Y_pred = np.empty_like(Y, dtype=np.float64)
+    head = min(n, delay + 1)
+    with detached():
+        if head:
+            # rows 0 … delay: no label of this call is due yet
+            Y_pred[:head] = work._predict_rows(X[:head])
+        for i in range(head, n):
+            j = i - 1 - delay  # the label that has just arrived
+            learn(work, X[j : j + 1], Y[j : j + 1])
+            # invariant: work has learned rows < i − delay
+            Y_pred[i] = work._predict_rows(X[i : i + 1])[0]
+        rest = max(0, n - 1 - delay)
+        if rest < n:
+            learn(work, X[rest:], Y[rest:])
+    if not commit:
+        return Y_pred, work
+    commit_copy(estimator, work)
+    return Y_pred
+
+
+def commit_copy(estimator, work):
+    """Give ``estimator`` the state of its working copy ``work``, in one statement."""
+    state = {k: v for k, v in work.__dict__.items() if k != "_stream_lock"}
+    estimator.__dict__.update(state)
+    for gone in [k for k in estimator.__dict__ if k not in state and k != "_stream_lock"]:
+        del estimator.__dict__[gone]
+
+
 def on_rollback(action):
     """Run ``action()`` if the learning call in progress fails (e.g. restore a solver's
     arrays from an undo record after writing into them in place)."""
@@ -366,6 +440,10 @@ class LinearPredictMixin:
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return X @ self.coef_
 
+    def _predict_rows(self, X):
+        """Predictions of validated rows, 2-D (the delayed-label path)."""
+        return X @ self.coef_.reshape(X.shape[1], -1)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
@@ -417,7 +495,7 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
     def _check_new_stream(self):
         """Cross-parameter checks before a new stream starts (none by default)."""
 
-    def _partial_fit(self, X, y, *, predict, reset):
+    def _partial_fit(self, X, y, *, predict, reset, delay=0):
         """Validate the whole call, then learn it; on any error the state is unchanged."""
         first_call = reset or "n_samples_seen_" not in self.__dict__
         with stream_update(self, check_params=not first_call):
@@ -428,7 +506,12 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
                 self._init_state(X.shape[1], Y.shape[1], y_ndim)
                 self._n_targets = None if y_ndim == 1 else Y.shape[1]
                 record_stream_params(self)
-            Y_pred = self._learn(X, Y, predict=predict)
+            if predict and delay:
+                Y_pred = learn_with_delay(
+                    self, X, Y, delay, learn=lambda work, Xr, Yr: work._learn(Xr, Yr, predict=False)
+                )
+            else:
+                Y_pred = self._learn(X, Y, predict=predict)
         if Y_pred is not None and y_ndim == 1:
             Y_pred = Y_pred[:, 0]
         return Y_pred
@@ -481,7 +564,7 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def prequential_predict(self, X, y):
+    def prequential_predict(self, X, y, *, delay=0):
         """Predict each row from the state before it, then learn it (vectorised).
 
         Parameters
@@ -490,11 +573,16 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
             Rows in stream order.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Targets.
+        delay : int, default=0
+            Labels arrive ``delay`` rows late: ``y_pred[i]`` is made by the state that
+            has learned rows ``< i − delay`` of this call (see
+            :func:`~sklearn_orfit.prequential_predict`). Every row is learned on return.
 
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i]`` from the state after rows ``< i`` (0 before the first row of a
-            stream).
+            ``y_pred[i]`` from the state after rows ``< i − delay`` (0 before the first
+            row of a stream).
         """
-        return self._partial_fit(X, y, predict=True, reset=False)
+        delay = check_delay(delay)
+        return self._partial_fit(X, y, predict=True, reset=False, delay=delay)

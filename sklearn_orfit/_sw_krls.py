@@ -188,6 +188,11 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        Y_pred = self._predict_rows(X)
+        return Y_pred[:, 0] if self._n_targets is None else Y_pred
+
+    def _predict_rows(self, X):
+        """Predictions of validated rows, 2-D (also the delayed-label path)."""
         occupied = self._occupied()
         Y_pred = np.empty((X.shape[0], self._Y.shape[1]))
         step = max(1, _MAX_DIFF_SIZE // max(1, self.window_size * X.shape[1]))
@@ -195,7 +200,7 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
             rows = X[start : start + step]
             K = _gaussian_kernel(rows[:, None, :], self._X[None, occupied], self.length_scale)
             Y_pred[start : start + step] = K @ self._dual[occupied]
-        return Y_pred[:, 0] if self._n_targets is None else Y_pred
+        return Y_pred
 
     @property
     def n_window_(self):

@@ -65,6 +65,15 @@ class PrequentialSplit(BaseCrossValidator):
         Rows left out after the last fold, so that later rows stay unseen: validation
         folds for tuning, then test folds after them for reporting (see
         :func:`validation_test_splits`).
+    delay : int, default=0
+        Labels arrive ``delay`` rows late (``horizon − 1`` for ``horizon``-step-ahead
+        rows, see :func:`~sklearn_orfit.prequential_predict`); give the scorer the same
+        value (:func:`make_prequential_scorer`). The last ``delay`` rows before each
+        fold, whose labels are not yet known when the fold starts, move from the
+        warm-up block to the head of ``test``: the scorer learns them as their labels
+        come due and leaves their predictions out of the score, so exactly the fold's
+        rows are scored, each by a model that has learned only labels known at its
+        time.
 
     See Also
     --------
@@ -93,12 +102,14 @@ class PrequentialSplit(BaseCrossValidator):
     [14 15] [16 17 18 19]
     """
 
-    def __init__(self, n_splits=5, *, test_size=None, warmup_size=None, gap=0, offset=0):
+    def __init__(self, n_splits=5, *, test_size=None, warmup_size=None, gap=0, offset=0,
+                 delay=0):
         self.n_splits = n_splits
         self.test_size = test_size
         self.warmup_size = warmup_size
         self.gap = gap
         self.offset = offset
+        self.delay = delay
 
     def get_n_splits(self, X=None, y=None, groups=None):
         """Number of folds.
@@ -140,18 +151,19 @@ class PrequentialSplit(BaseCrossValidator):
                 raise ValueError(
                     f"Too few rows ({n_samples}, offset {offset}) for {n_splits} folds."
                 )
+        delay = _check_int("delay", self.delay, minimum=0)
         first = usable - n_splits * test_size
-        needed = gap + (warmup if warmup is not None else 1)
+        needed = gap + delay + (warmup if warmup is not None else 1)
         if first < needed:
             raise ValueError(
                 f"{n_splits} folds of {test_size} rows after a warm-up of "
-                f"{warmup if warmup is not None else '>= 1'} rows and a gap of {gap} "
-                f"need {n_splits * test_size + needed + offset} rows; got {n_samples}."
+                f"{warmup if warmup is not None else '>= 1'} rows, a gap of {gap} and "
+                f"a delay of {delay} need {n_splits * test_size + needed + offset} rows; got {n_samples}."
             )
         bounds = []
         for k in range(n_splits):
             start = first + k * test_size
-            warm_start = 0 if warmup is None else start - gap - warmup
+            warm_start = 0 if warmup is None else start - delay - gap - warmup
             bounds.append((warm_start, start, start + test_size))
         return bounds
 
@@ -175,17 +187,22 @@ class PrequentialSplit(BaseCrossValidator):
         train : ndarray of int
             The warm-up rows, in order.
         test : ndarray of int
-            The fold's rows, in order.
+            The fold's rows, in order, after the ``delay`` rows whose labels are still
+            due when the fold starts.
         """
         n_samples = _num_samples(X)
         gap = _check_int("gap", self.gap, minimum=0)
+        delay = _check_int("delay", self.delay, minimum=0)
         for warm_start, start, stop in self.fold_bounds(n_samples):
-            yield np.arange(warm_start, start - gap), np.arange(start, stop)
+            # the last `delay` rows before the fold: labels not yet known at its start
+            lead = start - delay
+            yield np.arange(warm_start, lead - gap), np.arange(lead, stop)
 
     def __repr__(self):
         return (
             f"{type(self).__name__}(n_splits={self.n_splits}, test_size={self.test_size}, "
-            f"warmup_size={self.warmup_size}, gap={self.gap}, offset={self.offset})"
+            f"warmup_size={self.warmup_size}, gap={self.gap}, offset={self.offset}, "
+            f"delay={self.delay})"
         )
 
 
@@ -197,6 +214,7 @@ def validation_test_splits(
     test_size=None,
     warmup_size=None,
     gap=0,
+    delay=0,
 ):
     """Validation folds for tuning, then later test folds for reporting (ABO §4).
 
@@ -220,6 +238,8 @@ def validation_test_splits(
         Warm-up rows before each fold (``None``: every earlier row).
     gap : int, default=0
         Rows between each warm-up block and its fold.
+    delay : int, default=0
+        Labels ``delay`` rows late (see :class:`PrequentialSplit`).
 
     Returns
     -------
@@ -252,8 +272,10 @@ def validation_test_splits(
         warmup_size=warmup_size,
         gap=gap,
         offset=n_test * test_size,
+        delay=delay,
     )
-    test_cv = PrequentialSplit(n_test, test_size=test_size, warmup_size=warmup_size, gap=gap)
+    test_cv = PrequentialSplit(n_test, test_size=test_size, warmup_size=warmup_size, gap=gap,
+                               delay=delay)
     return validation_cv, test_cv
 
 
@@ -267,22 +289,46 @@ _METRICS = {
 }
 
 
+def _check_can_stream(estimator):
+    """A clear error for an estimator that cannot learn a fold row by row."""
+    if callable(getattr(estimator, "prequential_predict", None)):
+        return
+    if not callable(getattr(estimator, "partial_fit", None)):
+        raise TypeError(
+            f"{type(estimator).__name__} cannot be scored prequentially: it has neither "
+            "prequential_predict nor partial_fit, so it cannot learn the fold's rows as "
+            "they arrive. Use a streaming estimator (e.g. wrap the model and its target "
+            "transform in StreamingTransformedTargetRegressor, or its steps in "
+            "StreamingPipeline), or a batch scorer."
+        )
+
+
 class _PrequentialScorer:
     """Scorer: prequential predictions of a copy of the fitted estimator, then metrics."""
 
-    def __init__(self, metrics, single, skip):
+    def __init__(self, metrics, single, skip, delay=0):
         self._metrics = metrics  # name -> (function, greater_is_better)
         self._single = single
         self._skip = skip
+        self._delay = delay
 
     def __call__(self, estimator, X, y_true, sample_weight=None):
         if sample_weight is not None:
             raise ValueError("prequential scorers do not support sample_weight.")
+        _check_can_stream(estimator)
         # the search keeps the fitted estimator: learn the fold on a copy
         model = copy.deepcopy(estimator)
-        y_pred = prequential_predict(model, X, y_true)
-        y_true = np.asarray(y_true)[self._skip :]
-        y_pred = np.asarray(y_pred)[self._skip :]
+        y_pred = prequential_predict(model, X, y_true, delay=self._delay)
+        # the first `delay` rows were predicted by a model that had learned labels not
+        # yet known at their time (the warm-up's last rows): never scored
+        first = self._delay + self._skip
+        if first >= _num_samples(X):
+            raise ValueError(
+                f"The fold has {_num_samples(X)} rows; none is left to score after "
+                f"delay={self._delay} and skip={self._skip}."
+            )
+        y_true = np.asarray(y_true)[first:]
+        y_pred = np.asarray(y_pred)[first:]
         scores = {}
         for name, (func, greater_is_better) in self._metrics.items():
             value = float(func(y_true, y_pred))
@@ -291,10 +337,10 @@ class _PrequentialScorer:
 
     def __repr__(self):
         names = list(self._metrics) if self._single is None else self._single
-        return f"make_prequential_scorer({names!r}, skip={self._skip})"
+        return f"make_prequential_scorer({names!r}, skip={self._skip}, delay={self._delay})"
 
 
-def make_prequential_scorer(metric="mse", *, greater_is_better=False, skip=0):
+def make_prequential_scorer(metric="mse", *, greater_is_better=False, skip=0, delay=0):
     """A ``scoring=`` callable that scores predict-then-update over the test rows.
 
     The returned scorer deep-copies the (warmed-up) estimator it is given, runs
@@ -316,6 +362,13 @@ def make_prequential_scorer(metric="mse", *, greater_is_better=False, skip=0):
         ``best_score_`` is ``−ResMSE``).
     skip : int, default=0
         Leading rows of each fold left out of the metric (still predicted and learned).
+    delay : int, default=0
+        Labels arrive ``delay`` rows late (``horizon − 1`` for ``horizon``-step-ahead
+        rows): the fold is streamed with ``prequential_predict(..., delay=delay)``, and
+        its first ``delay`` rows are left out of the metric (before ``skip``): the
+        warm-up ended with rows whose labels a model running over the stream would not
+        have had yet. Give :class:`PrequentialSplit` the same ``delay``, so that those
+        rows are the ``delay`` rows before each fold and the whole fold is scored.
 
     Returns
     -------
@@ -330,6 +383,12 @@ def make_prequential_scorer(metric="mse", *, greater_is_better=False, skip=0):
     Notes
     -----
     Cost: one copy of the estimator and one prequential pass over the fold per call.
+
+    An estimator that can neither stream a fold (``prequential_predict``) nor learn it
+    row by row (``partial_fit``), such as scikit-learn's ``TransformedTargetRegressor``,
+    is a ``TypeError`` naming it, not a silent NaN score. Inside a search, scikit-learn
+    turns a scorer's error into ``error_score`` (NaN by default) with a warning that
+    carries the message: pass ``error_score="raise"`` to stop at the first one.
 
     Examples
     --------
@@ -360,5 +419,6 @@ def make_prequential_scorer(metric="mse", *, greater_is_better=False, skip=0):
         else:
             raise ValueError(f"metric must be a string or a callable, got {m!r}.")
     skip = _check_int("skip", skip, minimum=0)
+    delay = _check_int("delay", delay, minimum=0)
     single = next(iter(metrics)) if not isinstance(metric, (list, tuple)) else None
-    return _PrequentialScorer(metrics, single, skip)
+    return _PrequentialScorer(metrics, single, skip, delay)

@@ -144,6 +144,16 @@ def test_interrupted_prequential_predict_changes_nothing(name):
     _check_interruptions(name, lambda est: lambda: est.prequential_predict(X[30:45], y[30:45]))
 
 
+@pytest.mark.parametrize("name", REGRESSORS)
+def test_interrupted_delayed_prequential_predict_changes_nothing(name):
+    # labels 3 rows late: the rows are learned one by one on a private copy, committed
+    # at the end
+    X, y = stream()
+    _check_interruptions(
+        name, lambda est: lambda: est.prequential_predict(X[30:45], y[30:45], delay=3)
+    )
+
+
 # ---------------------------------------------------------------------- threads
 def _rows_seen(est):
     if hasattr(est, "steps_"):
