@@ -17,6 +17,7 @@ from ._qr_ewrls import QREWRLSRegressor
 from ._qrd_rls import QRDRLSRegressor
 from ._rff import RandomFourierFeatures
 from ._sw_krls import SlidingWindowKRLSRegressor
+from ._target import StreamingTransformedTargetRegressor
 from .model_selection import PrequentialSplit, make_prequential_scorer
 from .preprocessing import LagTransformer, RecursiveStandardScaler
 
@@ -35,6 +36,7 @@ __all__ = [
     "RecursiveStandardScaler",
     "SlidingWindowKRLSRegressor",
     "StreamingPipeline",
+    "StreamingTransformedTargetRegressor",
     "make_prequential_scorer",
     "make_streaming_pipeline",
     "prequential_predict",
