@@ -10,8 +10,6 @@ the rows the model has learned.
 """
 
 import contextvars
-import inspect
-from numbers import Integral
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
@@ -29,7 +27,13 @@ from ._pipeline import (
 from ._prequential import _is_fitted
 from ._prequential import prequential_predict as _prequential_predict
 from ._qr_ewrls import QREWRLSRegressor
-from ._stream import StreamLockMixin, on_rollback, stream_update, validate_stream
+from ._stream import (
+    StreamLockMixin,
+    check_delay,
+    on_rollback,
+    stream_update,
+    validate_stream,
+)
 from .preprocessing import RecursiveStandardScaler, _constant
 
 __all__ = ["StreamingTransformedTargetRegressor"]
@@ -60,22 +64,6 @@ class _TargetScaler(RecursiveStandardScaler):
                 )
             blocks.append((mean, scale))
         return super()._apply_scaled(Xs, mean_s, var_s, n, e)
-
-
-def _check_delay(delay):
-    if isinstance(delay, (bool, np.bool_)) or not isinstance(delay, Integral) or delay < 0:
-        raise ValueError(f"delay must be an int >= 0, got {delay!r}.")
-    return int(delay)
-
-
-def _accepts_delay(estimator):
-    method = getattr(estimator, "prequential_predict", None)
-    if not callable(method):
-        return False
-    try:
-        return "delay" in inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _map_back(P, mean, scale):
@@ -161,16 +149,14 @@ class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseE
     :meth:`prequential_predict` gives ``ŷ[t]`` from the state that has learned rows
     ``< t − delay``: the regressor's prediction mapped back with the statistics of
     exactly those rows. Before the first row of a stream there are none, and ``ŷ`` is
-    0, the package's convention. With ``delay=0`` this is one vectorised pass: the
-    per-row statistics come from the scaler's prefix recursion, and the regressor's
-    own ``prequential_predict`` runs on the standardised targets (when it has one, as
-    every regressor of this package; otherwise one ``predict`` and one ``partial_fit``
-    per row). Its predictions equal those of a loop of :meth:`predict` then
-    :meth:`partial_fit` over single rows, up to rounding (the loop merges the
-    statistics one row at a time, the vectorised pass by prefix sums). With
-    ``delay > 0`` the regressor's ``prequential_predict(..., delay=...)`` is used when it
-    accepts ``delay``; otherwise rows are predicted and learned one at a time. See
-    the user guide's chapter on prequential evaluation (:ref:`prequential`).
+    0, the package's convention. This is one pass: the per-row statistics come from
+    the scaler's prefix recursion, and :func:`~sklearn_orfit.prequential_predict` of
+    the regressor runs on the standardised targets with the same ``delay`` (vectorised
+    for every regressor of this package at ``delay=0``; for others, one ``predict``
+    and one ``partial_fit`` per row). The predictions equal those of a loop of
+    :meth:`predict` then :meth:`partial_fit` over single rows, up to rounding (the loop
+    merges the statistics one row at a time, the pass by prefix sums). See the user
+    guide's chapter on prequential evaluation (:ref:`prequential`).
 
     :meth:`predict` maps the regressor's predictions back with the current statistics.
 
@@ -283,7 +269,7 @@ class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseE
             ``y_pred[i]``: the regressor's prediction mapped back with the statistics of
             the targets that state has learned (0 before the first row of a stream).
         """
-        delay = _check_delay(delay)
+        delay = check_delay(delay)
         if "regressor_" not in self.__dict__:
             self._validate_params()
         return self._call(X, y, reset=False, predict=True, delay=delay)
@@ -308,13 +294,11 @@ class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseE
                 # a fresh clone needs no copy: the restored attributes drop it
                 inner, saved = self.regressor_, _snapshot(self.regressor_)
                 on_rollback(lambda: _restore(inner, saved))
-            if not predict:
-                self._learn(X, Y, y_ndim)
-                Y_pred = None
-            elif delay == 0 or _accepts_delay(self.regressor_):
+            if predict:
                 Y_pred = self._learn_predict(X, Y, y_ndim, delay)
             else:
-                Y_pred = self._learn_predict_loop(X, Y, y_ndim, delay)
+                self._learn(X, Y, y_ndim)
+                Y_pred = None
             self.n_samples_seen_ = self.transformer_.n_samples_seen_
         if Y_pred is not None and y_ndim == 1:
             Y_pred = Y_pred[:, 0]
@@ -392,32 +376,18 @@ class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseE
         self.regressor_.partial_fit(X, self._inner_targets(Z, y_ndim))
 
     def _learn_predict(self, X, Y, y_ndim, delay):
-        """The vectorised prequential pass (the regressor's own, on standardised targets)."""
+        """The prequential pass: the regressor's own (vectorised for this package's
+        regressors) on the standardised targets, each prediction mapped back with the
+        statistics of the rows its state has learned."""
         n = X.shape[0]
         Z, mean, scale = self._standardise(Y, statistics=True)
-        Zin = self._inner_targets(Z, y_ndim)
+        P = _prequential_predict(self.regressor_, X, self._inner_targets(Z, y_ndim),
+                                 delay=delay)
         if delay:
-            P = self.regressor_.prequential_predict(X, Zin, delay=delay)
             # row i's state has learned the rows < i − delay: their statistics
             past = np.maximum(np.arange(n) - delay, 0)
             mean, scale = mean[past], scale[past]
-        else:
-            P = _prequential_predict(self.regressor_, X, Zin)
         return _map_back(np.asarray(P, dtype=np.float64).reshape(n, -1), mean, scale)
-
-    def _learn_predict_loop(self, X, Y, y_ndim, delay):
-        """Predict row i with the current state, then learn row ``i − delay``."""
-        n = X.shape[0]
-        Y_pred = np.empty(Y.shape)
-        for i in range(n):
-            Y_pred[i] = self._predict_rows(X[i : i + 1])[0]
-            j = i - delay
-            if j >= 0:
-                self._learn(X[j : j + 1], Y[j : j + 1], y_ndim)
-        rest = max(n - delay, 0)
-        if rest < n:
-            self._learn(X[rest:], Y[rest:], y_ndim)
-        return Y_pred
 
     # ------------------------------------------------------------------ applying
     def _predict_rows(self, X):

@@ -5,7 +5,6 @@ targets before it (numpy), a fresh inner model fed one row at a time, predict th
 """
 
 import copy
-import inspect
 import os
 import pickle
 
@@ -221,10 +220,9 @@ def test_package_prequential_predict_takes_the_vectorised_path():
     a = prequential_predict(STT(QREWRLSRegressor(window_size=7)), X, y)
     b = STT(QREWRLSRegressor(window_size=7)).prequential_predict(X, y)
     np.testing.assert_array_equal(a, b)
-    if "delay" in inspect.signature(prequential_predict).parameters:
-        a = prequential_predict(STT(QREWRLSRegressor(window_size=7)), X, y, delay=2)
-        b = STT(QREWRLSRegressor(window_size=7)).prequential_predict(X, y, delay=2)
-        np.testing.assert_array_equal(a, b)
+    a = prequential_predict(STT(QREWRLSRegressor(window_size=7)), X, y, delay=2)
+    b = STT(QREWRLSRegressor(window_size=7)).prequential_predict(X, y, delay=2)
+    np.testing.assert_array_equal(a, b)
 
 
 def test_sklearn_transformed_target_regressor_cannot_stream():
