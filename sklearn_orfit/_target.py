@@ -115,7 +115,8 @@ class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseE
         The fitted clone of ``regressor``; it has learned the standardised targets.
     transformer_ : RecursiveStandardScaler
         The running statistics of the targets learned since the last :meth:`fit`
-        (``transformer_.mean_``, ``transformer_.scale_``, one column per target).
+        (``transformer_.mean_``, ``transformer_.scale_``, one column per target); a
+        private subclass that also reports the statistics each row was scaled with.
     n_samples_seen_ : int
         Rows learned since the last :meth:`fit`.
     n_features_in_ : int
@@ -141,9 +142,11 @@ class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseE
     absorb ``y_t``. ``z_t`` thus depends on ``y_0 … y_t`` only, and is the same whether
     the stream arrives in one call or row by row. A standard deviation needs two
     targets, so with ``with_std=True`` the first two rows of a stream are learned with
-    ``z = 0`` (each target taken as its past mean): a scale-free start, so that the
-    model learned from ``c · y`` predicts ``c · ŷ`` for every ``c > 0`` (exactly for
-    powers of two). With ``with_std=False``, ``z_t = y_t − mean_{<t}`` (``0`` for the
+    ``z = 0`` (each target taken as its past mean). The start is then free of the units
+    of ``y``: for ``c · y`` (``c > 0``) the regressor learns the same ``z`` as for ``y``
+    and the predictions are ``c · ŷ`` (exactly when ``c`` is a power of two), whatever
+    the regressor — unless all the targets before some later row are equal (their
+    scale is then 1). With ``with_std=False``, ``z_t = y_t − mean_{<t}`` (``0`` for the
     first row when ``with_mean=True``).
 
     :meth:`prequential_predict` gives ``ŷ[t]`` from the state that has learned rows
@@ -183,16 +186,17 @@ class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseE
     ...     QREWRLSRegressor, StreamingTransformedTargetRegressor, prequential_predict)
     >>> rng = np.random.default_rng(0)
     >>> X = rng.normal(size=(300, 3))
-    >>> y = 5e7 + 1e6 * (X @ np.array([1.0, -2.0, 0.5]))  # a level, no intercept in X
+    >>> y = 5e7 + 1e6 * (X @ np.array([1.0, -2.0, 0.5]))  # a level far from 0
     >>> model = StreamingTransformedTargetRegressor(QREWRLSRegressor(window_size=20))
     >>> y_pred = model.prequential_predict(X, y)  # row t from rows < t, then learned
     >>> def relative_mse(y_pred):
     ...     return float(np.mean((y[100:] - y_pred[100:]) ** 2) / np.var(y))
     >>> relative_mse(y_pred) < 0.01
     True
+    >>> # alone, the model (no intercept) cannot follow the level
     >>> relative_mse(prequential_predict(QREWRLSRegressor(window_size=20), X, y)) > 100
     True
-    >>> model.n_samples_seen_, float(model.transformer_.mean_[0]) == float(np.mean(y))
+    >>> model.n_samples_seen_, bool(np.isclose(model.transformer_.mean_[0], np.mean(y)))
     (300, True)
     """
 

@@ -8,6 +8,7 @@ import copy
 import os
 import pickle
 
+import joblib
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -253,6 +254,26 @@ def test_grid_search_with_prequential_scorer_gives_finite_scores():
     assert search.cv_results_["split0_test_score"][0] == pytest.approx(-mse, rel=1e-12)
 
 
+def test_grid_search_with_delayed_labels():
+    X, y = stream(n=200, level=-50.0, unit=1e-3)
+    cv = PrequentialSplit(3, test_size=40, warmup_size=20, delay=3)
+    search = GridSearchCV(
+        STT(QREWRLSRegressor()), {"regressor__window_size": [5, 20]}, cv=cv,
+        scoring=make_prequential_scorer("mse", delay=3), error_score="raise",
+    ).fit(X, y)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+
+
+def test_memory_mapped_model_continues_the_stream(tmp_path):
+    X, y = stream()
+    est = STT(QREWRLSRegressor(window_size=6)).fit(X[:40], y[:40])
+    joblib.dump(est, tmp_path / "model.joblib")
+    loaded = joblib.load(tmp_path / "model.joblib", mmap_mode="r")
+    got = loaded.prequential_predict(X[40:], y[40:])
+    np.testing.assert_array_equal(got, est.prequential_predict(X[40:], y[40:]))
+    np.testing.assert_array_equal(loaded.predict(X), est.predict(X))
+
+
 def test_final_step_of_a_streaming_pipeline():
     X, y = stream()
     pipe = make_streaming_pipeline(RecursiveStandardScaler(),
@@ -384,12 +405,14 @@ def test_failing_first_call_leaves_it_unfitted():
 
 
 @pytest.mark.parametrize("call", ["partial_fit", "prequential_predict", "delayed"])
-def test_interrupted_at_any_line_is_all_or_nothing(call):
+@pytest.mark.parametrize("inner", ["qrewrls", "sgd"])
+def test_interrupted_at_any_line_is_all_or_nothing(call, inner):
     """An exception or KeyboardInterrupt at any line the package runs during the call:
     the state is the one before the call (or after it, if it came after the commit), and
-    the stream then continues bit-identically."""
+    the stream then continues bit-identically (SGDRegressor: restored from a copy)."""
     X, y = stream(n=60)
-    base = STT(QREWRLSRegressor(window_size=8)).fit(X[:30], y[:30])
+    make = {"qrewrls": lambda: QREWRLSRegressor(window_size=8), "sgd": _sgd}[inner]
+    base = STT(make()).fit(X[:30], y[:30])
     make = {
         "partial_fit": lambda est: lambda: est.partial_fit(X[30:45], y[30:45]),
         "prequential_predict": lambda est: lambda: est.prequential_predict(X[30:45], y[30:45]),
