@@ -408,9 +408,12 @@ class DualSolver(CoreBlockSolver):
     def _coef(self, blk, a_P):
         # â_A = K̂_AA⁻¹ ỹ_A − X_I â_I,  β = Ẑ_Aᵀ â_A + Ẑ_Iᵀ â_I
         I = slice(blk.dropped, blk.m)
-        a_A = blk.a_y - blk.X[:, I] @ a_P
-        Zh = self.buf.Zh
-        return Zh[blk.slots_A].T @ a_A + Zh[blk.slot[I]].T @ a_P
+        # â by ring slot (zero outside the window): one product with the ring, no copy
+        # of the window's rows
+        a = np.zeros((self.buf.N, a_P.shape[1]))
+        a[blk.slots_A] = blk.a_y - blk.X[:, I] @ a_P
+        a[blk.slot[I]] = a_P
+        return self.buf.Zh.T @ a
 
 
 def _solve_stack(S, rhs):
