@@ -1,7 +1,7 @@
 """Real series bundled with the package: electricity demand and ECB exchange rates.
 
 The files live in ``data/`` beside this module (see ``data/README.md`` for their source
-and licence, and ``benchmarks/extract_datasets.py`` for how they were made). Loading
+and licence, and ``tools/extract_datasets.py`` for how they were made). Loading
 needs numpy only.
 """
 

@@ -18,8 +18,8 @@ byte-identical files):
 
 Usage::
 
-    python benchmarks/extract_datasets.py                  # download the wheels to a temp dir
-    python benchmarks/extract_datasets.py --wheels DIR      # use wheels already in DIR
+    python tools/extract_datasets.py                  # download the wheels to a temp dir
+    python tools/extract_datasets.py --wheels DIR      # use wheels already in DIR
 """
 
 import argparse
