@@ -21,9 +21,12 @@ import array
 import codecs
 import contextlib
 import csv
+import dataclasses
 import io
+import json
 import math
 import os
+import pickle
 import platform
 import sys
 import tempfile
@@ -80,6 +83,21 @@ def _float_in(lo, hi=math.inf, *, lo_open=True, hi_open=False):
     return parse
 
 
+class _Once(argparse.Action):
+    """Store the value; a second occurrence of the option is an error, not a silent
+    replacement (``--column a --column b`` would otherwise forecast only ``b``)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        seen = getattr(namespace, "_given_once", set())
+        if self.dest in seen:
+            hint = " (several columns: --column a,b)" if self.dest == "column" else ""
+            parser.error(f"{option_string} given more than once "
+                         f"({getattr(namespace, self.dest)!r} and {values!r}); give it "
+                         f"once{hint}")
+        namespace._given_once = seen | {self.dest}
+        setattr(namespace, self.dest, values)
+
+
 _DATASETS = {
     "electricity": "half-hourly England & Wales electricity demand, summer 2000 (MW)",
     "eurusd": "ECB daily EUR/USD reference rate (USD per EUR)",
@@ -108,27 +126,45 @@ def build_parser():
     # ---- forecast
     f = sub.add_parser(
         "forecast",
-        help="prequential one-step-ahead forecast of a series (default)",
+        help="prequential forecast of one or more series (default)",
         description="Predict each value of a series from the values before it, then "
         "learn it (prequential evaluation, no look-ahead). The series is optionally "
         "differenced, standardised with the mean and standard deviation of the past "
         "values, and turned into lagged rows; forecasts are reported in the series' "
-        "units.",
+        "units, against the last-value and seasonal-naive forecasts.",
+        epilog="Model files (--save-model, --load-model) are pickles (joblib): loading "
+        "one runs code stored in it, as unpickling does. Load only files you saved "
+        "yourself or trust; the command never loads a file you did not name.",
     )
     src = f.add_argument_group("input")
     src.add_argument("--dataset", choices=sorted(_DATASETS), default=None,
+                     action=_Once,
                      help="bundled series (default: electricity): "
                      + "; ".join(f"{k}: {v}" for k, v in _DATASETS.items()))
-    src.add_argument("--csv", metavar="FILE", default=None,
+    src.add_argument("--csv", metavar="FILE", default=None, action=_Once,
                      help="CSV file with a header row (delimiter , ; tab or | detected)")
-    src.add_argument("--column", metavar="NAME", default=None,
-                     help="column of --csv to forecast (optional when there is one column)")
+    src.add_argument("--column", metavar="NAME[,NAME...]|all", default=None, action=_Once,
+                     help="column(s) of --csv to forecast (optional when there is one "
+                     "column): a name, a comma-separated list, or 'all' (every numeric "
+                     "column except the time and --exog columns); each series gets its "
+                     "own model")
+    src.add_argument("--time-column", metavar="NAME", default=None, action=_Once,
+                     help="column of --csv holding the time stamps (ISO 8601: 2024-01-31, "
+                     "2024-01-31T12:00 or '2024-01-31 12:00'), written to the predictions "
+                     "and used as the figure's x-axis and for the default --season "
+                     "(default: the first other column whose cells all parse as dates)")
+    src.add_argument("--exog", metavar="NAME[,NAME...]", default=None, action=_Once,
+                     help="exogenous columns of --csv: standardised with the statistics "
+                     "of their own past values (levels, not differenced) and lagged like "
+                     "the series (--n-lags values up to the forecast origin)")
     src.add_argument("--n-rows", type=_int_at_least(1), default=None, metavar="N",
                      help="use only the first N values of the series")
     src.add_argument("--transform", choices=("auto", *ex.TRANSFORMS), default="auto",
-                     help="model the values, their first differences or log returns "
+                     help="model the values, their changes (diff) or log changes (logdiff) "
                      "(auto: diff for electricity, logdiff for exchange rates, none "
-                     "otherwise)")
+                     "otherwise). With --horizon H, diff targets the change over the "
+                     "horizon, v[t+H] - v[t], and the forecast is v[t] + the predicted "
+                     "change (logdiff: log v[t+H] - log v[t], forecast v[t]·exp(...))")
     m = f.add_argument_group("model")
     m.add_argument("--model", choices=ex.MODELS, default="abo",
                    help="abo: random Fourier features -> QR-EWRLS (default); orfit: "
@@ -137,6 +173,11 @@ def build_parser():
                    "covariance-form EW-RLS")
     m.add_argument("--n-lags", type=_int_at_least(1), default=20, metavar="L",
                    help="lagged values per row (default 20)")
+    m.add_argument("--horizon", type=_int_at_least(1), default=1, metavar="H",
+                   help="forecast H steps ahead (default 1): a row built at time t "
+                   "predicts the value at t+H, and is learned only once that value is "
+                   "known (prequential evaluation with delayed labels, H-1 rows late; "
+                   "the learning is done twice, so H > 1 costs about twice as much)")
     m.add_argument("--window-size", type=_int_at_least(1), default=50, metavar="N",
                    help="window length N (abo, ensemble, sw-krls, qrd-rls) and, for "
                    "every model, the first steps left out of the scores (default 50)")
@@ -159,13 +200,38 @@ def build_parser():
                    help="ewrls initial P = I/delta (default 1e-2)")
     m.add_argument("--n-partitions", type=_int_at_least(1), default=4,
                    help="ensemble partitions (default 4)")
-    m.add_argument("--n-jobs", type=int, default=None,
-                   help="ensemble joblib workers (default: joblib's)")
     m.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
     o = f.add_argument_group("run and output")
+    o.add_argument("--n-jobs", type=int, default=None,
+                   help="joblib workers: the series of a several-column forecast run in "
+                   "parallel, and the ensemble's partitions (default: joblib's, one)")
+    o.add_argument("--backend", choices=("loky", "threading", "dask"), default=None,
+                   help="joblib backend of those workers (default: joblib's, loky); "
+                   "dask needs --scheduler and the optional packages dask and "
+                   "distributed")
+    o.add_argument("--scheduler", metavar="ADDRESS", default=None,
+                   help="address of a running dask scheduler (e.g. tcp://10.0.0.5:8786), "
+                   "for --backend dask (implied)")
+    o.add_argument("--season", type=_int_at_least(1), default=None, metavar="S",
+                   help="season length of the seasonal-naive comparison and of MASE, in "
+                   "steps (default: from the time stamps' spacing, e.g. 48 for "
+                   "half-hourly data, 7 for daily; none without time stamps)")
     o.add_argument("--chunk-size", type=_int_at_least(1), default=250,
                    help="rows per prequential call; the progress bar moves per chunk "
                    "(default 250)")
+    o.add_argument("--save-model", metavar="PATH", default=None, action=_Once,
+                   help="save the fitted model(s) and what the stream needs to continue "
+                   "(standardisation state, last lags, settings) to PATH (joblib), "
+                   "written whole or not at all")
+    o.add_argument("--load-model", metavar="PATH", default=None, action=_Once,
+                   help="continue the stream saved in PATH on new values (the rows after "
+                   "those it was saved with): the forecasts are those of one "
+                   "uninterrupted run. Settings come from the file; flags given must "
+                   "agree with them. Loading runs code from the file (it is a pickle): "
+                   "load only files you trust")
+    o.add_argument("--json", action="store_true",
+                   help="print the metrics and settings as one JSON object on stdout "
+                   "(nothing else; no progress bar)")
     o.add_argument("--output-dir", default="sklearn-orfit-output", metavar="DIR",
                    help="where the predictions CSV and the figure go "
                    "(default ./sklearn-orfit-output)")
@@ -176,6 +242,7 @@ def build_parser():
     o.add_argument("--rolling", type=_int_at_least(1), default=48, metavar="W",
                    help="rolling window of the error panel (default 48)")
     o.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.forecast_parser = f
 
     # ---- benchmark
     b = sub.add_parser(
@@ -271,22 +338,59 @@ def _physical_lines(fh, head, path):
         yield line
 
 
-def _read_csv_column(path, column, n_rows=None):
-    """Values of ``column`` of a CSV file as floats (NaN for missing cells).
+def _float_cell(cell):
+    """``float(cell)``, NaN for a missing cell, ``None`` when not a number."""
+    if cell.lower() in _NA:
+        return math.nan
+    try:
+        return float(cell)
+    except ValueError:
+        return None
 
-    Streams the file: only the first ``n_rows`` data rows (all when ``None``) are read,
-    so memory stays bounded by what is used (8 bytes per value and per line number),
-    whatever the file's size. Records end only at ``\\r``, ``\\n`` or ``\\r\\n``
-    (quoted cells may hold line breaks); blank records are skipped; the first non-blank
-    record is the header. Returns ``(values, column, line_numbers)``, the line number
-    being that of the record's first line.
+
+def _time_cell(cell):
+    """The ISO 8601 date or date-time in ``cell`` as ``numpy.datetime64``, else ``None``.
+
+    ``numpy.datetime64`` reads ``2024-01-31``, ``2024-01-31T12:00``, ``2024-01-31
+    12:00:05.5``, ``2024-01`` or ``2024``; a UTC offset is converted to UTC. The words
+    numpy also reads ("today", "now", "NaT") are not time stamps here.
+    """
+    if not cell or cell.lower() in ("nat", "today", "now"):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numpy's note on UTC offsets
+            stamp = np.datetime64(cell)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    return None if np.isnat(stamp) else stamp
+
+
+_TIME_HINT = "ISO 8601 dates or date-times are expected, e.g. 2024-01-31 or 2024-01-31T12:00"
+
+
+def _read_csv_table(path, *, columns=None, exog=(), time_column=None, n_rows=None):
+    """Read the columns a forecast needs from a CSV file, streaming.
+
+    ``columns``: ``None`` (the file's only column), ``"all"`` (every numeric column but the
+    time and ``exog`` columns) or a list of names. ``time_column``: a name, or ``None`` to
+    detect one (the first other column whose cells all parse as dates). Only the first
+    ``n_rows`` data rows (all when ``None``) are read, so memory stays bounded by what is
+    used (8 bytes per value and per line number), whatever the file's size. Records end
+    only at ``\\r``, ``\\n`` or ``\\r\\n`` (quoted cells may hold line breaks); blank
+    records are skipped; the first non-blank record is the header.
+
+    Returns ``(values, times, time_column, line_numbers)``: ``values`` maps each column
+    read (targets and ``exog``) to its floats (NaN for missing cells), ``times`` is a
+    ``datetime64`` array or ``None``; the line number is that of the record's first line.
     """
     if not os.path.exists(path):
         raise CLIError(f"file not found: {path}")
     if os.path.isdir(path):
         raise CLIError(f"{path} is a directory, not a CSV file")
-    values, numbers = array.array("d"), array.array("q")
+    numbers = array.array("q")
     line_no = 0
+    header = None
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             head = fh.read(_SNIFF_CHARS)
@@ -303,27 +407,44 @@ def _read_csv_column(path, column, n_rows=None):
                 delimiter = ","
             lines = _physical_lines(fh, head, path)
             reader = csv.reader(lines, delimiter=delimiter)
-            header = j = None
             for row in reader:
                 start, line_no = line_no + 1, reader.line_num
                 if not any(c.strip() for c in row):
                     continue
                 if header is None:
                     header = [c.strip() for c in row]
-                    j = _header_index(header, column, path)
-                    column = header[j]
+                    plan = _plan_columns(header, columns, exog, time_column, path)
+                    required, optional, time_candidates = plan
+                    values = {j: array.array("d") for j in (*required, *sorted(optional))}
+                    stamps = {j: [] for j in time_candidates}
                     continue
-                cell = row[j].strip() if j < len(row) else ""
-                if cell.lower() in _NA:
-                    values.append(math.nan)
-                else:
-                    try:
-                        values.append(float(cell))
-                    except ValueError:
-                        raise CLIError(f"column {column!r} of {path} is not numeric: "
-                                       f"line {start} has {cell!r}") from None
+                for j in list(values):
+                    cell = row[j].strip() if j < len(row) else ""
+                    x = _float_cell(cell)
+                    if x is None:
+                        if j in optional:  # --column all: not a numeric column
+                            del values[j]
+                            optional.discard(j)
+                            continue
+                        raise CLIError(f"column {header[j]!r} of {path} is not numeric: "
+                                       f"line {start} has {cell!r}")
+                    values[j].append(x)
+                for j in list(stamps):
+                    cell = row[j].strip() if j < len(row) else ""
+                    stamp = _time_cell(cell)
+                    if stamp is not None and time_column is None \
+                            and _float_cell(cell) is not None:
+                        stamp = None  # a number, not a time stamp
+                    if stamp is None:
+                        if time_column is not None:
+                            raise CLIError(f"--time-column {header[j]!r} of {path} does "
+                                           f"not hold time stamps: line {start} has "
+                                           f"{cell!r} ({_TIME_HINT})")
+                        del stamps[j]
+                        continue
+                    stamps[j].append(stamp)
                 numbers.append(start)
-                if n_rows is not None and len(values) >= n_rows:
+                if n_rows is not None and len(numbers) >= n_rows:
                     break
     except UnicodeDecodeError:
         after = f" (undecodable bytes after line {line_no})" if line_no else ""
@@ -336,38 +457,127 @@ def _read_csv_column(path, column, n_rows=None):
     if header is None:
         raise CLIError(f"{path} is empty: no row has a non-blank cell (a header row with "
                        "column names is needed)")
-    return (np.frombuffer(values, dtype=np.float64), column,
-            np.frombuffer(numbers, dtype=np.int64))
+    if columns == "all" and not optional:
+        raise CLIError(f"--column all: {path} has no numeric column to forecast besides "
+                       f"the time and --exog columns (columns: {_listing(header)})")
+    times, time_name = None, None
+    for j, found in stamps.items():
+        if len(found) == len(numbers) and found:
+            times, time_name = np.array(found), header[j]
+            break
+    if time_column is not None and times is None:
+        times, time_name = np.array([], dtype="datetime64[s]"), time_column
+    return ({header[j]: np.frombuffer(v, dtype=np.float64) for j, v in values.items()},
+            times, time_name, np.frombuffer(numbers, dtype=np.int64))
 
 
-def _header_index(header, column, path):
-    listing = ", ".join(repr(c) for c in header)
-    if column is None:
+def _listing(header):
+    return ", ".join(repr(c) for c in header)
+
+
+def _plan_columns(header, columns, exog, time_column, path):
+    """Column indices: ``(required numeric, optional numeric, time-stamp candidates)``."""
+    def index(name, what):
+        if name not in header:
+            raise CLIError(f"{what}column {name!r} not found in {path} (columns: "
+                           f"{_listing(header)})")
+        return header.index(name)
+
+    exog_j = [index(name, "--exog ") for name in exog]
+    time_j = None if time_column is None else index(time_column, "--time-column ")
+    if columns is None:
         if len(header) != 1:
-            raise CLIError(f"{path} has {len(header)} columns ({listing}); choose one "
-                           "with --column")
-        column = header[0]
-    if column not in header:
-        raise CLIError(f"column {column!r} not found in {path} (columns: {listing})")
-    return header.index(column)
+            raise CLIError(f"{path} has {len(header)} columns ({_listing(header)}); choose "
+                           "one with --column (several: --column a,b or --column all)")
+        columns = [header[0]]
+    if columns == "all":
+        target_j = []
+        optional = {j for j in range(len(header)) if j not in exog_j and j != time_j}
+    else:
+        target_j = [index(name, "") for name in columns]
+        optional = set()
+    for j in target_j:
+        if j == time_j:
+            raise CLIError(f"column {header[j]!r} is both forecast and --time-column")
+        if j in exog_j:
+            raise CLIError(f"column {header[j]!r} is both forecast and --exog")
+    if time_j is not None and time_j in exog_j:
+        raise CLIError(f"column {header[time_j]!r} is both --exog and --time-column")
+    if time_j is not None:
+        candidates = [time_j]
+    else:
+        used = set(target_j) | set(exog_j)
+        candidates = [j for j in range(len(header)) if j not in used]
+    return [*target_j, *exog_j], optional, candidates
 
 
-def _load_series(args):
-    """``(values, timestamps or None, name, description, units, where)`` of the input.
+def _read_csv_column(path, column, n_rows=None):
+    """Values of ``column`` of a CSV file as floats (NaN for missing cells).
 
-    Only the first ``--n-rows`` values are read (a CSV file is streamed and not read
-    further).
+    Returns ``(values, column, line_numbers)``; see :func:`_read_csv_table`.
+    """
+    values, _, _, numbers = _read_csv_table(
+        path, columns=None if column is None else [column], time_column=None,
+        n_rows=n_rows)
+    (name, got), = values.items()
+    return got, name, numbers
+
+
+def _names(text, flag):
+    """``a,b`` → ``["a", "b"]``: names separated by commas, each given once."""
+    names = [c.strip() for c in text.split(",")]
+    if any(not c for c in names):
+        raise CLIError(f"{flag} {text!r} has an empty column name")
+    repeated = sorted({c for c in names if names.count(c) > 1})
+    if repeated:
+        raise CLIError(f"{flag} names {_listing(repeated)} more than once")
+    return names
+
+
+@dataclasses.dataclass
+class _Input:
+    """What a forecast run reads: one or more series, optional exog columns and times."""
+
+    series: dict  # name → values
+    times: object  # datetime64 array or None
+    time_column: object
+    exog: object  # (n, n_exog) array or None
+    exog_names: list
+    source: str  # "electricity" or the CSV's stem
+    description: str
+    units: str
+    where: object  # _Where
+
+
+def _load_input(args):
+    """The input of a forecast: bundled series or CSV columns (first ``--n-rows`` values).
+
+    A CSV file is streamed and not read further than needed.
     """
     if args.csv is not None and args.dataset is not None:
         raise CLIError("give either --csv or --dataset, not both")
-    if args.csv is None and args.column is not None:
-        raise CLIError("--column needs --csv")
+    for flag, value in (("--column", args.column), ("--exog", args.exog),
+                        ("--time-column", args.time_column)):
+        if args.csv is None and value is not None:
+            raise CLIError(f"{flag} needs --csv")
     n = args.n_rows
     if args.csv is not None:
-        values, column, line_numbers = _read_csv_column(args.csv, args.column, n)
-        name = f"{os.path.splitext(os.path.basename(args.csv))[0]}:{column}"
-        return (values, None, name, f"column {column!r} of {args.csv}", "",
-                _Where("line", line_numbers))
+        columns = args.column
+        if columns is not None and columns.strip() != "all":
+            columns = _names(columns, "--column")
+        elif columns is not None:
+            columns = "all"
+        exog = [] if args.exog is None else _names(args.exog, "--exog")
+        time_column = args.time_column.strip() if args.time_column is not None else None
+        values, times, time_name, line_numbers = _read_csv_table(
+            args.csv, columns=columns, exog=exog, time_column=time_column, n_rows=n)
+        stem = os.path.splitext(os.path.basename(args.csv))[0]
+        series = {k: v for k, v in values.items() if k not in exog}
+        exog_values = (np.column_stack([values[k] for k in exog]) if exog else None)
+        names = ", ".join(repr(c) for c in series)
+        return _Input(series, times, time_name, exog_values, exog, stem,
+                      f"column{'s' if len(series) > 1 else ''} {names} of {args.csv}", "",
+                      _Where("line", line_numbers))
     dataset = args.dataset or "electricity"
     if dataset == "electricity":
         bunch = load_electricity_demand()
@@ -379,7 +589,8 @@ def _load_series(args):
         values, times, units = bunch.data, bunch.dates, ""
     values, times = values[:n], times if times is None else times[:n]
     where = _Where("position", np.arange(values.shape[0]))
-    return values, times, dataset, _DATASETS[dataset], units, where
+    return _Input({dataset: values}, times, None, None, [], dataset, _DATASETS[dataset],
+                  units, where)
 
 
 # Scores are reported in the series' units squared (ResMSE) and to the fourth power
@@ -387,37 +598,48 @@ def _load_series(args):
 _MAX_MAGNITUDE = 1e75
 
 
-def _check_series(values, name, where, *, args, transform):
-    if values.shape[0] == 0:
-        raise CLIError(f"series {name!r} has no values")
+def _check_values(values, name, where, *, what="series"):
+    """Finite values within the magnitude the scores can hold (``what``: how to name
+    the column in a message)."""
     bad = ~np.isfinite(values)
     if bad.any():
         first = int(np.argmax(bad))
         kind = "missing or NaN" if np.isnan(values[first]) else "infinite"
-        raise CLIError(f"series {name!r} has {int(bad.sum())} missing, NaN or infinite "
+        raise CLIError(f"{what} {name!r} has {int(bad.sum())} missing, NaN or infinite "
                        f"value(s), the first ({kind}) at {where[first]}; fill or drop "
                        "them before forecasting")
     big = np.abs(values) > _MAX_MAGNITUDE
     if big.any():
         first = int(np.argmax(big))
         raise CLIError(
-            f"series {name!r} has values beyond {_MAX_MAGNITUDE:.0e} in magnitude (the "
+            f"{what} {name!r} has values beyond {_MAX_MAGNITUDE:.0e} in magnitude (the "
             f"first, {values[first]:.6g}, at {where[first]}): the scores, in the series' "
             "units squared and to the fourth power, would overflow float64; divide the "
             "column by a power of ten before forecasting")
+
+
+def _check_series(values, name, where, *, args, transform, continuing=False):
+    if values.shape[0] == 0:
+        raise CLIError(f"series {name!r} has no values")
+    _check_values(values, name, where)
     if transform == "logdiff" and np.any(values <= 0):
         raise CLIError(f"series {name!r} has values <= 0; --transform logdiff needs "
                        "positive values")
+    if continuing:  # the saved stream holds the lags and the warm-up
+        return
     # the first --window-size steps are not scored, for every model: a windowed model
     # fills its window there, the others (orfit, ewrls) warm up
     window = args.window_size
-    need = ex.min_series_length(n_lags=args.n_lags, window_size=window, transform=transform)
+    horizon = getattr(args, "horizon", 1)
+    need = ex.min_series_length(n_lags=args.n_lags, window_size=window, transform=transform,
+                                horizon=horizon)
     if values.shape[0] < need:
         role = ("" if args.model not in ("orfit", "ewrls")
                 else f" (--model {args.model}: the unscored warm-up)")
+        with_h = f", --horizon {horizon}" if horizon > 1 else ""
         raise CLIError(
             f"series {name!r} has {values.shape[0]} values; with --n-lags {args.n_lags}"
-            f" and --window-size {window}{role} the forecast needs at least {need}"
+            f"{with_h} and --window-size {window}{role} the forecast needs at least {need}"
             + (" (one more for differencing)" if transform != "none" else "")
         )
 
@@ -468,10 +690,11 @@ def _memory_terms(args, n_components, n_values):
     D, N, L = n_components, args.window_size, args.n_lags
     c = min(args.chunk_size, max(n_values, 1))
     rows = max(n_values - L, 0)
-    terms = [(8 * rows * (L + 4), "the lagged rows", "--n-lags")]
+    inputs = L * (1 + getattr(args, "n_exog", 0))
+    terms = [(8 * rows * (inputs + 4), "the lagged rows", "--n-lags")]
     model = args.model
     if model in ("abo", "orfit", "ewrls", "ensemble"):
-        terms.append((8 * D * (L + 1), "the random features' frequencies",
+        terms.append((8 * D * (inputs + 1), "the random features' frequencies",
                       "--n-components"))
         terms.append((8 * 4 * c * D, "the features of one chunk",
                       "--n-components and --chunk-size"))
@@ -488,12 +711,12 @@ def _memory_terms(args, n_components, n_values):
     elif model == "sw-krls":
         terms.append((8 * 4 * (N + c) ** 2, "the window's kernel matrices",
                       "--window-size"))
-        terms.append((8 * 2 * N * L, "the window of lagged rows",
+        terms.append((8 * 2 * N * inputs, "the window of lagged rows",
                       "--window-size and --n-lags"))
     else:  # qrd-rls
-        terms.append((8 * 2 * N * L, "the window of lagged rows",
+        terms.append((8 * 2 * N * inputs, "the window of lagged rows",
                       "--window-size and --n-lags"))
-        terms.append((8 * 4 * L * L, "the triangular factor", "--n-lags"))
+        terms.append((8 * 4 * inputs * inputs, "the triangular factor", "--n-lags"))
     return terms
 
 
@@ -600,98 +823,565 @@ def _replacing(path):
         raise
 
 
-def _write_predictions(path, problem, result, times):
+def _write_predictions(path, result, times, time_offset=0):
+    """The predictions CSV: one row per forecast value (``time``: its time stamp)."""
     with _replacing(path) as tmp, open(tmp, "w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["position", "time", "actual", "forecast", "error", "scored"])
-        for i, pos in enumerate(problem.index):
+        for i, pos in enumerate(result.index):
+            k = int(pos) - time_offset
             writer.writerow([
-                int(pos), "" if times is None else str(times[pos]),
+                int(pos), "" if times is None or not 0 <= k < len(times) else str(times[k]),
                 repr(float(result.actual[i])), repr(float(result.forecast[i])),
                 repr(float(result.actual[i] - result.forecast[i])), int(result.scored[i]),
             ])
 
 
-def _forecast(args, out):
-    values, times, name, description, units, where = _load_series(args)
-    transform = args.transform
-    if transform == "auto":
-        transform = _DEFAULT_TRANSFORM.get(name, "logdiff" if name.startswith("eur")
-                                           and args.csv is None else "none")
-    _check_series(values, name, where, args=args, transform=transform)
-    n_components = args.n_components or _DEFAULT_D.get(args.model, 4096)
-    _check_memory(args, n_components, values.shape[0])
-    if not args.no_save:
-        _check_output_dir(args.output_dir)
-    model = ex.make_forecast_model(
-        args.model, n_components=n_components, sigma=args.sigma,
-        window_size=args.window_size, forgetting_factor=args.forgetting_factor,
-        alpha=args.alpha, length_scale=args.length_scale, memory_size=args.memory_size,
-        memory_policy=args.memory_policy, delta=args.delta,
-        n_partitions=args.n_partitions, n_jobs=args.n_jobs,
-        random_state=args.random_state,
-    )
-    # warnings (numpy's RuntimeWarnings included) are counted and summarised in one
-    # note, never printed raw
+# ----------------------------------------------------------------------- model files
+_MODEL_FORMAT = "sklearn-orfit forecast stream"
+_MODEL_FORMAT_VERSION = 1
+# the settings a saved stream fixes: given again, they must agree with the file
+_STREAM_SETTINGS = ("model", "n_lags", "horizon", "transform", "window_size",
+                    "n_components", "sigma", "forgetting_factor", "alpha", "length_scale",
+                    "memory_size", "memory_policy", "delta", "n_partitions",
+                    "random_state", "chunk_size")
+
+
+class _HeaderUnpickler(pickle.Unpickler):
+    """Reads the plain header of a model file: builtins only, so no code runs."""
+
+    def find_class(self, module, name):
+        raise pickle.UnpicklingError(f"the header refers to {module}.{name}")
+
+
+def _check_save_path(path):
+    """Refuse an unwritable ``--save-model`` before any computation."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if os.path.isdir(path):
+        raise CLIError(f"--save-model {path} is a directory; give a file name")
+    if not os.path.isdir(folder):
+        raise CLIError(f"--save-model {path}: the directory {folder} does not exist")
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".sklearn-orfit-probe-", dir=folder)
+        os.close(fd)
+        os.remove(probe)
+    except OSError as exc:
+        raise CLIError(f"--save-model {path}: {folder} is not writable: "
+                       f"{exc.strerror or exc}") from None
+
+
+def _save_model(path, header, streams):
+    """Write the model file whole or not at all: a plain header, then the streams.
+
+    The header (format, versions, settings; builtins only) is read before anything else
+    is unpickled, so a file from another version is refused without running its code.
+    """
+    import joblib
+
+    with _replacing(path) as tmp, open(tmp, "wb") as fh:
+        pickle.dump(header, fh, protocol=4)
+        joblib.dump(streams, fh)
+
+
+def _load_model(path):
+    """``(header, streams)`` of a model file saved with ``--save-model``.
+
+    Only ``path`` (named by the user) is read. A file whose header is not a model
+    file's, or that another version of the package saved, is refused before its
+    content is unpickled.
+    """
+    from . import __version__
+
+    if not os.path.exists(path):
+        raise CLIError(f"--load-model: file not found: {path}")
+    if os.path.isdir(path):
+        raise CLIError(f"--load-model {path} is a directory, not a model file")
+    not_model = (f"--load-model {path} is not a sklearn-orfit model file (one written by "
+                 "--save-model)")
+    try:
+        with open(path, "rb") as fh:
+            try:
+                header = _HeaderUnpickler(fh).load()
+            except Exception:  # any byte string: text, another pickle, a truncated file
+                raise CLIError(not_model) from None
+            if not (isinstance(header, dict) and header.get("format") == _MODEL_FORMAT):
+                raise CLIError(not_model)
+            saved_by = header.get("package_version")
+            if (header.get("format_version") != _MODEL_FORMAT_VERSION
+                    or saved_by != __version__):
+                raise CLIError(
+                    f"--load-model {path} was saved by sklearn-orfit {saved_by} (model "
+                    f"file format {header.get('format_version')}); this is sklearn-orfit "
+                    f"{__version__} (format {_MODEL_FORMAT_VERSION}): saved models do not "
+                    "carry over between versions; run the stream again with this version")
+            import joblib
+
+            try:
+                streams = joblib.load(fh)
+            except (MemoryError, KeyboardInterrupt):
+                raise
+            except Exception as exc:
+                raise CLIError(f"--load-model {path} is damaged: its models cannot be "
+                               f"read ({type(exc).__name__}: {exc})") from None
+    except OSError as exc:
+        raise CLIError(f"cannot read --load-model {path}: {exc.strerror or exc}") from None
+    names = header.get("series")
+    if not (isinstance(streams, dict) and isinstance(names, list) and names
+            and list(streams) == names and all(
+                isinstance(s, dict) and {"model", "tail", "next_row", "n_rows"} <= set(s)
+                for s in streams.values())):
+        raise CLIError(f"--load-model {path} is damaged: its content does not match its "
+                       "header")
+    return header, streams
+
+
+def _flag(name):
+    return "--" + name.replace("_", "-")
+
+
+def _inputs_phrase(n_lags, exog):
+    extra = f" and {len(exog)} --exog column{'s' * (len(exog) != 1)}" if exog else ""
+    return f"{n_lags * (1 + len(exog))} inputs (--n-lags {n_lags} of the series{extra})"
+
+
+def _adopt_saved_settings(args, header, given, path):
+    """Take the saved stream's settings; a flag given now must agree with the file."""
+    saved = header["settings"]
+    exog_now = None if args.exog is None else _names(args.exog, "--exog")
+    saved_exog = list(header.get("exog", []))
+    for key in _STREAM_SETTINGS:
+        now, then = getattr(args, key), saved[key]
+        if key in given and not (key == "transform" and now == "auto") and now != then:
+            if key == "n_lags":
+                raise CLIError(
+                    f"--load-model {path} was saved with another number of inputs: "
+                    f"{_inputs_phrase(then, saved_exog)}; --n-lags {now} gives "
+                    f"{_inputs_phrase(now, exog_now if exog_now is not None else saved_exog)}")
+            if key == "transform":
+                raise CLIError(f"--load-model {path} was saved with another transform: "
+                               f"--transform {then}, not {now}")
+            raise CLIError(f"{_flag(key)} {now} conflicts with --load-model {path}, saved "
+                           f"with {_flag(key)} {then}; leave it out to continue the stream")
+        setattr(args, key, then)
+    if exog_now is not None and exog_now != saved_exog:
+        if len(exog_now) != len(saved_exog):
+            raise CLIError(
+                f"--load-model {path} was saved with another number of inputs: "
+                f"{_inputs_phrase(saved['n_lags'], saved_exog)}; --exog {args.exog} gives "
+                f"{_inputs_phrase(saved['n_lags'], exog_now)}")
+        raise CLIError(f"--exog {args.exog} conflicts with --load-model {path}, saved with "
+                       f"--exog {','.join(saved_exog)}")
+    if saved_exog and args.exog is None:
+        args.exog = ",".join(saved_exog)
+    if args.csv is None:
+        raise CLIError("--load-model continues a stream on new values: give them with --csv "
+                       "(the values after those the model was saved with)")
+    if args.column is None and header.get("source_kind") == "csv":
+        args.column = ",".join(header["series"])
+    if args.season is None and header.get("season"):
+        args.season = header["season"]
+
+
+def _match_saved_series(names, header, streams, path):
+    """The saved stream of each series to continue (one series continues one)."""
+    saved = header["series"]
+    if len(saved) == 1 and len(names) == 1:
+        return {names[0]: streams[saved[0]]}
+    if sorted(saved) != sorted(names):
+        raise CLIError(f"--load-model {path} holds the series {_listing(saved)}; this input "
+                       f"has {_listing(names)}")
+    return {name: streams[name] for name in names}
+
+
+# ----------------------------------------------------------------------- parallel runs
+@contextlib.contextmanager
+def _workers(args):
+    """joblib's parallel configuration for ``--backend`` (and the dask client)."""
+    backend = args.backend
+    if args.scheduler is not None:
+        if backend not in (None, "dask"):
+            raise CLIError(f"--scheduler is for --backend dask, not --backend {backend}")
+        backend = "dask"
+    if backend is None:
+        yield
+        return
+    import joblib
+
+    if backend != "dask":
+        with joblib.parallel_config(backend=backend):
+            yield
+        return
+    if args.scheduler is None:
+        raise CLIError("--backend dask needs --scheduler ADDRESS, the address of a running "
+                       "dask scheduler (e.g. tcp://127.0.0.1:8786)")
+    try:
+        import distributed
+    except ImportError:
+        raise CLIError("--backend dask needs the optional packages dask and distributed "
+                       "(pip install 'dask[distributed]')") from None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            client = distributed.Client(args.scheduler, timeout=_SCHEDULER_TIMEOUT,
+                                        set_as_default=False)
+    except (OSError, TimeoutError, ValueError, TypeError) as exc:
+        raise CLIError(f"cannot reach the dask scheduler at {args.scheduler} within "
+                       f"{_SCHEDULER_TIMEOUT} s: {str(exc) or type(exc).__name__}") from None
+    try:
+        with joblib.parallel_config(backend="dask", client=client):
+            yield
+    finally:
+        with contextlib.suppress(Exception):
+            client.close()
+
+
+_SCHEDULER_TIMEOUT = 5  # seconds
+
+
+def _run_tasks(tasks, args):
+    """Run the per-series forecasts: in this process, or through joblib's workers."""
+    if len(tasks) == 1 or (args.n_jobs in (None, 1) and args.backend is None
+                           and args.scheduler is None):
+        return [_forecast_task(t) for t in tasks]
+    import joblib
+
+    n_jobs = args.n_jobs if args.n_jobs is not None else (
+        -1 if (args.backend == "dask" or args.scheduler) else None)
+    return joblib.Parallel(n_jobs=n_jobs)(joblib.delayed(_forecast_task)(t) for t in tasks)
+
+
+def _forecast_task(task):
+    """One series: its own model (new or continued), predicted then learned row by row.
+
+    Returns ``(result, state, n_warnings, first_warning)``; ``state`` (when saving) is
+    what the stream needs to continue: the model at the last chunk boundary, the rows
+    after it and the bounded past of the series.
+    """
+    s = task["settings"]
+    d = s["horizon"] - 1
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        problem = ex.make_forecast_problem(values, n_lags=args.n_lags, transform=transform)
-        skip = min(args.window_size, problem.y.shape[0] - 2)
-        modelled = {"none": "values", "diff": "first differences",
-                    "logdiff": "log returns"}[transform]
-        print(f"{PROG} forecast: {name} — {description}; {values.shape[0]} values",
-              file=out)
-        print(f"model: {args.model} = {_model_description(args, n_components)}", file=out)
-        print(f"rows: {modelled}, standardised with past mean/std, {args.n_lags} lags → "
-              f"{problem.y.shape[0]} predict-then-update steps (first {skip} not scored)",
-              file=out)
-        result = ex.run_forecast(model, problem, skip=skip, chunk_size=args.chunk_size,
-                                 quiet=args.quiet, desc=f"{args.model} on {name}")
+        saved = task["state"]
+        if saved is None:
+            model = ex.make_forecast_model(
+                s["model"], n_components=s["n_components"], sigma=s["sigma"],
+                window_size=s["window_size"], forgetting_factor=s["forgetting_factor"],
+                alpha=s["alpha"], length_scale=s["length_scale"],
+                memory_size=s["memory_size"], memory_policy=s["memory_policy"],
+                delta=s["delta"], n_partitions=s["n_partitions"], n_jobs=task["n_jobs"],
+                random_state=s["random_state"],
+            )
+            tail, start, report = ex.StreamTail(), 0, 0
+        else:
+            model, tail = saved["model"], saved["tail"]
+            start, report = saved["next_row"], saved["n_rows"]
+        first_row = max(0, start - d)
+        frame = ex.extend_tail(tail, task["values"], task["exog"], transform=s["transform"])
+        problem = ex.problem_from_tail(frame, n_lags=s["n_lags"], transform=s["transform"],
+                                       horizon=s["horizon"], first_row=first_row)
+        result = ex.run_forecast(
+            model, problem, skip=task["skip"], chunk_size=s["chunk_size"],
+            quiet=task["quiet"], desc=task["desc"], start_row=start, report_from=report,
+            season=task["season"], checkpoint=task["save"])
+    state = None
+    if task["save"]:
+        ckpt_model, next_row = result.checkpoint
+        keep = (ex.first_origin(n_lags=s["n_lags"], transform=s["transform"])
+                + max(0, next_row - d) - s["n_lags"] + 1)
+        state = {"model": ckpt_model, "tail": frame.cut(keep), "next_row": next_row,
+                 "n_rows": problem.first_row + problem.y.shape[0]}
+        result = dataclasses.replace(result, checkpoint=None)
+    first = (f"{caught[0].category.__name__}: {str(caught[0].message).splitlines()[0]}"
+             if caught else "")
+    return result, state, len(caught), first
+
+
+# ----------------------------------------------------------------------- forecast
+def _jsonable(x):
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, (float, np.floating)):
+        return float(x) if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    return x
+
+
+_METRICS = ("rmse", "mae", "mase", "skill_last_value", "skill_seasonal_naive", "res_mse",
+            "res_var")
+
+
+def _series_report(name, result, n_values):
+    s = result.scores
+    return {
+        "name": name, "n_values": int(n_values), "n_forecasts": int(result.y_pred.shape[0]),
+        "n_scored": int(np.sum(result.scored)),
+        "first_position": int(result.index[0]) if result.index.shape[0] else None,
+        "rmse": s.get("rmse"), "mae": s.get("mae"), "mase": s.get("mase"),
+        "skill_last_value": s.get("skill_last_value"),
+        "skill_seasonal_naive": s.get("skill_seasonal_naive"),
+        "beats_last_value": s.get("beats_last_value"),
+        "beats_seasonal_naive": s.get("beats_seasonal_naive"),
+        "summary": s.get("summary"),
+        "res_mse": result.res_mse, "res_var": result.res_var,
+        "res_mse_standardised": result.res_mse_std,
+        "res_var_standardised": result.res_var_std,
+        "persistence_res_mse": result.persistence_mse,
+        "persistence_res_var": result.persistence_var,
+        "seconds": result.seconds, "us_per_update": result.seconds_per_update * 1e6,
+    }
+
+
+def _aggregate(reports):
+    """The mean of each metric over the series where it is defined."""
+    out = {"method": "mean of the per-series metrics (each series has its own model)"}
+    for key in _METRICS:
+        vals = [r[key] for r in reports
+                if r[key] is not None and math.isfinite(r[key])]
+        out[key] = float(np.mean(vals)) if vals else None
+        out[f"{key}_n_series"] = len(vals)
+    return out
+
+
+def _value(x, fmt="{:.4g}"):
+    if x is None:
+        return "n/a"
+    return fmt.format(x) if math.isfinite(x) else str(x)
+
+
+def _resolve_settings(args, name):
+    """Fill the defaults that depend on the input and the model (transform, D)."""
+    if args.transform == "auto":
+        args.transform = _DEFAULT_TRANSFORM.get(name, "logdiff" if name.startswith("eur")
+                                                and args.csv is None else "none")
+    if args.n_components is None:
+        args.n_components = _DEFAULT_D.get(args.model, 4096)
+
+
+def _infer_season(times):
+    if times is None or len(times) < 3:
+        return None, "no time stamps"
+    try:
+        from .metrics import infer_season
+    except ImportError:  # pragma: no cover
+        return None, "no time stamps"
+    try:
+        season = infer_season(times)
+    except ValueError:
+        return None, "unreadable time stamps"
+    if season is None:
+        return None, "no natural cycle for the time stamps' spacing"
+    return season, "from the time stamps"
+
+
+def _increasing(times):
+    return times is not None and len(times) > 1 and bool(np.all(np.diff(times) > 
+                                                                np.timedelta64(0)))
+
+
+def _forecast(args, out, given=frozenset()):
+    from . import __version__
+
+    as_json = args.json
+    say = (lambda *a, **k: None) if as_json else (lambda *a, **k: print(*a, file=out, **k))
+    notes = []
+    header = streams = None
+    if args.load_model is not None:
+        header, streams = _load_model(args.load_model)
+        _adopt_saved_settings(args, header, given, args.load_model)
+    data = _load_input(args)
+    args.n_exog = len(data.exog_names)
+    names = list(data.series)
+    _resolve_settings(args, data.source)
+    continuing = header is not None
+    saved_by_series = (_match_saved_series(names, header, streams, args.load_model)
+                       if continuing else {})
+    transform = args.transform
+    for name, values in data.series.items():
+        _check_series(values, name, data.where, args=args, transform=transform,
+                      continuing=continuing)
+    for k, name in enumerate(data.exog_names):
+        _check_values(data.exog[:, k], name, data.where, what="--exog column")
+    if data.time_column is not None and data.times is not None and not len(data.times):
+        raise CLIError(f"--time-column {data.time_column!r} has no time stamps")
+    n_values = max(v.shape[0] for v in data.series.values())
+    _check_memory(args, args.n_components, n_values)
+    if not args.no_save:
+        _check_output_dir(args.output_dir)
+    if args.save_model is not None:
+        _check_save_path(args.save_model)
+    if args.season is not None:
+        season, season_how = args.season, "given" if "season" in given else "saved"
+    else:
+        season, season_how = _infer_season(data.times if _increasing(data.times) else None)
+    settings = {key: getattr(args, key) for key in _STREAM_SETTINGS}
+    if continuing:
+        skip = header["skip"]
+        time_offset = next(iter(saved_by_series.values()))["tail"].end
+    else:
+        n_rows = n_values - ex.first_origin(n_lags=args.n_lags, transform=transform) \
+            - args.horizon
+        skip = min(args.window_size, n_rows - 2)
+        time_offset = 0
+    several = len(names) > 1
+    tasks = [{
+        "settings": settings, "values": values, "exog": data.exog,
+        "state": saved_by_series.get(name), "skip": skip, "season": season,
+        "quiet": args.quiet or as_json or several, "save": args.save_model is not None,
+        "desc": f"{args.model} on {name}", "n_jobs": args.n_jobs,
+    } for name, values in data.series.items()]
+    label = (data.source if args.csv is None or several
+             else f"{data.source}:{names[0]}")
+    h = args.horizon
+    modelled = {"none": "values", "diff": "first differences",
+                "logdiff": "log returns"}[transform]
+    if h > 1:
+        modelled = {"none": f"values {h} steps ahead",
+                    "diff": f"changes over {h} steps (inputs: first differences)",
+                    "logdiff": f"log changes over {h} steps (inputs: log returns)"
+                    }[transform]
+    say(f"{PROG} forecast: {label} — {data.description}; {n_values} values"
+        + (f", continuing {args.load_model}" if continuing else ""))
+    say(f"model: {args.model} = {_model_description(args, args.n_components)}"
+        + (f", one per series ({len(names)} series)" if several else ""))
+    exog_text = (f" + {', '.join(data.exog_names)} ({len(data.exog_names)} exog, "
+                 "standardised levels)" if data.exog_names else "")
+    ahead = "one step" if h == 1 else f"{h} steps"
+    n_steps = (n_values if continuing else n_rows) * len(names)
+    say(f"rows: {modelled}, standardised with past mean/std, {args.n_lags} lags"
+        f"{exog_text} → {n_steps} predict-then-update steps"
+        + ("" if continuing else f" (first {skip} not scored)"))
+    if data.time_column is not None:
+        say(f"time: column {data.time_column!r}"
+            + ("" if _increasing(data.times) else
+               " (not increasing: the figure uses positions)"))
+    with _workers(args):
+        outcomes = _run_tasks(tasks, args)
+    results = {name: o[0] for name, o in zip(names, outcomes)}
+    n_warn = sum(o[2] for o in outcomes)
+    reports = [_series_report(name, results[name], data.series[name].shape[0])
+               for name in names]
+    units = data.units
+    u1 = f" ({units})" if units else ""
     u2, u4 = (f" ({units}²)", f" ({units}⁴)") if units else ("", "")
-    print(f"\n{'':16}{'ResMSE' + u2:>16}{'ResVAR' + u4:>16}", file=out)
-    print(f"{'forecast':16}{_fmt(result.res_mse):>16}{_fmt(result.res_var):>16}", file=out)
-    print(f"{'persistence':16}{_fmt(result.persistence_mse):>16}"
-          f"{_fmt(result.persistence_var):>16}", file=out)
-    print(f"{'standardised':16}{_fmt(result.res_mse_std):>16}"
-          f"{_fmt(result.res_var_std):>16}", file=out)
-    print("(persistence: the last value as forecast; standardised: errors of the "
-          "standardised rows the model learns)", file=out)
-    print(f"\ntime per update: {result.seconds_per_update * 1e6:.1f} µs "
-          f"(features + predict + update; {problem.y.shape[0]} updates in "
-          f"{result.seconds:.2f} s)", file=out)
-    finite_forecasts = np.all(np.isfinite(result.forecast))
-    if not finite_forecasts:
-        print(f"note: {int(np.sum(~np.isfinite(result.forecast)))} forecasts are not "
-              "finite: the model diverged on this stream", file=out)
-    scores = (result.res_mse, result.res_var, result.res_mse_std, result.res_var_std)
-    if finite_forecasts and not all(np.isfinite(x) for x in scores):
-        print("note: some scores overflow float64 (inf/nan above): the forecasts are far "
-              "from the series (the model diverged on this stream)", file=out)
-    if caught:
-        first = str(caught[0].message).splitlines()[0]
-        print(f"note: {len(caught)} warning(s) during the run; first: "
-              f"{caught[0].category.__name__}: {first}", file=out)
-    if args.no_save:
-        return 0
-    safe = "".join(c if c.isalnum() or c in "-." else "_" for c in name)
-    stem = f"forecast_{safe}_{args.model}"
-    csv_path = os.path.join(args.output_dir, stem + ".csv")
-    _write_predictions(csv_path, problem, result, times)
-    print(f"predictions: {csv_path}", file=out)
-    if args.no_plot:
-        return 0
-    png_path = os.path.join(args.output_dir, stem + ".png")
-    with _replacing(png_path) as tmp:
-        drawn = ex.plot_forecast(
-            result, tmp,
-            title=f"{description}\n{args.model}, one step ahead, last {args.plot_last} "
-                  f"values (ResMSE {result.res_mse:.4g}; persistence "
-                  f"{result.persistence_mse:.4g})",
-            times=None if times is None else times[problem.index],
-            rolling=args.rolling, last=args.plot_last, units=units,
-        )
-    print(f"figure: {png_path}" if drawn else
-          "figure: not drawn (matplotlib is not installed)", file=out)
+    season_text = (f"season {season}, {season_how}" if season else
+                   f"no seasonal-naive comparison: {season_how}; give --season")
+    if not several:
+        (result,) = results.values()
+        r = reports[0]
+        say(f"\n{'':16}{'ResMSE' + u2:>16}{'ResVAR' + u4:>16}")
+        say(f"{'forecast':16}{_fmt(result.res_mse):>16}{_fmt(result.res_var):>16}")
+        say(f"{'persistence':16}{_fmt(result.persistence_mse):>16}"
+            f"{_fmt(result.persistence_var):>16}")
+        say(f"{'standardised':16}{_fmt(result.res_mse_std):>16}"
+            f"{_fmt(result.res_var_std):>16}")
+        say("(persistence: the last value as forecast; standardised: errors of the "
+            "standardised rows the model learns)")
+        say(f"\nin the series' units{u1}: RMSE {_value(r['rmse'])}, MAE {_value(r['mae'])}, "
+            f"MASE {_value(r['mase'], '{:.3f}')} ({r['n_scored']} forecasts scored; "
+            f"{season_text})")
+        say(f"MSE skill vs the last value {_value(r['skill_last_value'], '{:.3f}')}, vs the "
+            f"seasonal naive {_value(r['skill_seasonal_naive'], '{:.3f}')}")
+        if r["summary"]:
+            say(r["summary"])
+        say(f"\ntime per update: {result.seconds_per_update * 1e6:.1f} µs "
+            f"(features + predict + update; {result.y_pred.shape[0]} updates in "
+            f"{result.seconds:.2f} s)")
+    else:
+        width = max(12, *(len(n) + 2 for n in names))
+        say(f"\n{'series':{width}}{'RMSE':>11}{'MAE':>11}{'MASE':>8}{'skill last':>12}"
+            f"{'skill seas.':>12}{'ResMSE':>12}{'ResVAR':>12}")
+        agg = _aggregate(reports)
+        for r in [*reports, {**agg, "name": "mean"}]:
+            say(f"{r['name']:{width}}{_value(r['rmse']):>11}{_value(r['mae']):>11}"
+                f"{_value(r['mase'], '{:.3f}'):>8}"
+                f"{_value(r['skill_last_value'], '{:.3f}'):>12}"
+                f"{_value(r['skill_seasonal_naive'], '{:.3f}'):>12}"
+                f"{_value(r['res_mse']):>12}{_value(r['res_var']):>12}")
+        say(f"(mean: the mean of the per-series metrics, each series with its own model; "
+            f"skills: MSE skill vs the last value and the seasonal naive, {season_text})")
+        for r in reports:
+            if r["summary"]:
+                say(f"{r['name']}: {r['summary']}")
+        total = sum(res.seconds for res in results.values())
+        say(f"\ntime: {total:.2f} s of model time over {len(names)} series")
+    for name, result in results.items():
+        if not np.all(np.isfinite(result.forecast)):
+            notes.append(f"{name}: {int(np.sum(~np.isfinite(result.forecast)))} forecasts "
+                         "are not finite: the model diverged on this stream")
+        elif not all(np.isfinite(x) for x in (result.res_mse, result.res_var,
+                                               result.res_mse_std, result.res_var_std)):
+            notes.append(f"{name}: some scores overflow float64 (inf/nan above): the "
+                         "forecasts are far from the series (the model diverged on this "
+                         "stream)")
+    if not several:
+        notes = [n.split(": ", 1)[1] for n in notes]
+    if n_warn:
+        first = next(o[3] for o in outcomes if o[2])
+        notes.append(f"{n_warn} warning(s) during the run; first: {first}")
+    for note in notes:
+        say(f"note: {note}")
+    files = {}
+    if args.save_model is not None:
+        _save_model(args.save_model, {
+            "format": _MODEL_FORMAT, "format_version": _MODEL_FORMAT_VERSION,
+            "package_version": __version__, "settings": settings, "series": names,
+            "exog": list(data.exog_names), "n_inputs": args.n_lags * (1 + args.n_exog),
+            "skip": skip, "season": season,
+            "source_kind": "csv" if args.csv is not None else "dataset",
+        }, {name: o[1] for name, o in zip(names, outcomes)})
+        say(f"model: {args.save_model}")
+        files["model"] = args.save_model
+    per_series = {}
+    if not args.no_save:
+        times = data.times
+        plot_times = times if _increasing(times) else None
+        for name, result in results.items():
+            full = name if args.csv is None else f"{data.source}:{name}"
+            safe = "".join(c if c.isalnum() or c in "-." else "_" for c in full)
+            stem = f"forecast_{safe}_{args.model}"
+            csv_path = os.path.join(args.output_dir, stem + ".csv")
+            _write_predictions(csv_path, result, times, time_offset)
+            say(f"predictions: {csv_path}")
+            per_series[name] = {"predictions": csv_path}
+            if args.no_plot:
+                continue
+            png_path = os.path.join(args.output_dir, stem + ".png")
+            k = result.index - time_offset
+            with _replacing(png_path) as tmp:
+                drawn = ex.plot_forecast(
+                    result, tmp,
+                    title=f"{data.description if not several else full}\n{args.model}, "
+                          f"{ahead} ahead, last {args.plot_last} values (ResMSE "
+                          f"{result.res_mse:.4g}; persistence {result.persistence_mse:.4g})",
+                    times=None if plot_times is None else plot_times[k],
+                    rolling=args.rolling, last=args.plot_last, units=units,
+                )
+            say(f"figure: {png_path}" if drawn else
+                "figure: not drawn (matplotlib is not installed)")
+            if drawn:
+                per_series[name]["figure"] = png_path
+    if as_json:
+        for r in reports:
+            r.update(per_series.get(r["name"], {}))
+        doc = {
+            "command": "forecast", "version": __version__, "source": data.source,
+            "description": data.description, "units": units,
+            "continued_from": args.load_model,
+            "settings": {**settings, "exog": list(data.exog_names),
+                         "time_column": data.time_column, "season": season,
+                         "season_from": season_how if season else None, "skip": skip,
+                         "n_jobs": args.n_jobs, "backend": args.backend or (
+                             "dask" if args.scheduler else None)},
+            "series": reports,
+            "aggregate": _aggregate(reports),
+            "notes": notes, "files": files,
+        }
+        print(json.dumps(_jsonable(doc), ensure_ascii=False, allow_nan=False), file=out)
     return 0
 
 
@@ -824,6 +1514,15 @@ def main(argv=None):
         return _main(argv)
 
 
+def _given_flags(argv):
+    """The ``forecast`` options given on the command line (not left to their default)."""
+    parser = build_parser()
+    for action in parser.forecast_parser._actions:
+        action.default = argparse.SUPPRESS
+    given = vars(parser.parse_args(argv))
+    return frozenset(k for k in given if k not in ("command", "_given_once"))
+
+
 def _main(argv):
     argv = list(sys.argv[1:] if argv is None else argv)
     # no subcommand (or only options): forecast
@@ -831,6 +1530,8 @@ def _main(argv):
         argv = ["forecast", *argv]
     try:
         args = build_parser().parse_args(argv)
+        if args.command == "forecast":
+            return _forecast(args, sys.stdout, _given_flags(argv))
         return _RUN[args.command](args, sys.stdout)
     except CLIError as exc:
         _error(str(exc))

@@ -12,8 +12,11 @@ progress bar needs tqdm; both are optional.
 """
 
 import contextlib
+import copy
+import math
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -86,68 +89,250 @@ def progress_bar(total, *, desc, quiet=False, unit="row"):
 
 
 # --------------------------------------------------------------------------- forecast
+@dataclass
+class RunningStats:
+    """Running sums behind :func:`past_stats`: everything needed to continue them.
+
+    ``count`` values seen, the first of them ``s0``, and the sums of ``d = s − s0`` and of
+    ``d²`` (added one value at a time, so continuing from a saved state gives the same
+    numbers, bit for bit, as one pass over the whole series).
+    """
+
+    s0: float = math.nan
+    count: int = 0
+    sum1: float = 0.0
+    sum2: float = 0.0
+
+
+def past_stats(s, state=None):
+    """Mean and standard deviation of the values before each element of ``s``.
+
+    Continues ``state`` (a :class:`RunningStats`; ``None``: nothing seen yet) and returns
+    ``(mean, std, new_state)``. Population statistics (``ddof=0``) from running sums of
+    the values shifted by the first value, which keeps the sums small for series far
+    from zero; the first value overall gets NaN (nothing before it). A zero standard
+    deviation is replaced by 1, as :class:`~sklearn_orfit.RecursiveStandardScaler` does.
+    Cost: O(len(s)) time and memory.
+    """
+    s = np.asarray(s, dtype=np.float64)
+    st = RunningStats() if state is None else state
+    m = s.shape[0]
+    mean, std = np.full(m, np.nan), np.full(m, np.nan)
+    if m == 0:
+        return mean, std, st
+    s0 = s[0] if st.count == 0 else st.s0
+    d = s - s0
+    # sequential running sums (np.cumsum adds one value at a time): a continued state
+    # reproduces the sums of one pass exactly
+    c1 = np.cumsum(np.concatenate(([st.sum1], d)))
+    c2 = np.cumsum(np.concatenate(([st.sum2], d * d)))
+    n = np.arange(st.count, st.count + m, dtype=np.float64)
+    ok = n > 0
+    mean_d = c1[:-1][ok] / n[ok]
+    var = np.maximum(c2[:-1][ok] / n[ok] - mean_d * mean_d, 0.0)
+    mean[ok] = mean_d + s0
+    sd = np.sqrt(var)
+    # a constant stretch: scale 1, as RecursiveStandardScaler
+    std[ok] = np.where(sd > np.finfo(np.float64).eps * np.maximum(np.abs(mean[ok]), 1.0),
+                       sd, 1.0)
+    return mean, std, RunningStats(float(s0), st.count + m, float(c1[-1]), float(c2[-1]))
+
+
 def past_mean_std(s):
     """Mean and standard deviation of ``s[:t]`` for every ``t`` (``t = 0``: NaN).
 
-    Population statistics (``ddof=0``) from prefix sums of the values shifted by
-    ``s[0]``, which keeps the sums small for series far from zero. A zero standard
-    deviation is replaced by 1, as :class:`~sklearn_orfit.RecursiveStandardScaler` does.
+    One pass of :func:`past_stats` from nothing.
     """
-    s = np.asarray(s, dtype=np.float64)
-    d = s - s[0]
-    n = np.arange(1, s.size, dtype=np.float64)
-    mean_d = np.cumsum(d[:-1]) / n
-    var = np.maximum(np.cumsum(d[:-1] * d[:-1]) / n - mean_d * mean_d, 0.0)
-    mean = np.full(s.size, np.nan)
-    std = np.full(s.size, np.nan)
-    mean[1:] = mean_d + s[0]
-    sd = np.sqrt(var)
-    # a constant stretch: scale 1, as RecursiveStandardScaler
-    std[1:] = np.where(sd > np.finfo(np.float64).eps * np.maximum(np.abs(mean[1:]), 1.0), sd, 1.0)
+    mean, std, _ = past_stats(s)
     return mean, std
+
+
+@dataclass
+class StreamTail:
+    """The bounded past a forecast stream keeps so that it can be continued exactly.
+
+    The kept values (positions ``start ..`` of the stream) with, at each position, the
+    modelled value ``s`` (the value, its first difference or its log return; NaN where
+    undefined) and the mean and standard deviation of the modelled values before it;
+    the same for the exogenous columns (standardised levels); and the running sums that
+    continue those statistics.
+    """
+
+    start: int = 0
+    v: np.ndarray = field(default_factory=lambda: np.empty(0))
+    s: np.ndarray = field(default_factory=lambda: np.empty(0))
+    m: np.ndarray = field(default_factory=lambda: np.empty(0))
+    sd: np.ndarray = field(default_factory=lambda: np.empty(0))
+    e: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
+    me: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
+    sde: np.ndarray = field(default_factory=lambda: np.empty((0, 0)))
+    stats: RunningStats = field(default_factory=RunningStats)
+    exog_stats: list = field(default_factory=list)
+
+    @property
+    def end(self):
+        """Position of the next value of the stream (values seen so far)."""
+        return self.start + self.v.shape[0]
+
+    def cut(self, position):
+        """The tail from ``position`` on (at least the last value is kept)."""
+        k = min(max(0, position - self.start), max(self.v.shape[0] - 1, 0))
+        return StreamTail(self.start + k, self.v[k:].copy(), self.s[k:].copy(),
+                          self.m[k:].copy(), self.sd[k:].copy(), self.e[k:].copy(),
+                          self.me[k:].copy(), self.sde[k:].copy(), self.stats,
+                          list(self.exog_stats))
+
+
+def _modelled(previous, v_new, transform):
+    """The modelled values at the new positions (NaN: undefined, the first difference)."""
+    if transform == "none":
+        return v_new.copy()
+    if transform == "logdiff":
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.diff(np.log(np.concatenate(([previous], v_new))))
+    return np.diff(np.concatenate(([previous], v_new)))
+
+
+def _cols(a, n):
+    return a if a.shape[0] else np.empty((0, n))
+
+
+def extend_tail(tail, values, exog=None, *, transform="none"):
+    """The frame of a stream: ``tail`` followed by the new ``values`` (and ``exog``).
+
+    Returns a :class:`StreamTail` holding every position (kept and new) with the
+    statistics continued over the new values.
+    """
+    v_new = np.asarray(values, dtype=np.float64)
+    n_exog = tail.e.shape[1] if tail.v.shape[0] else (
+        0 if exog is None else np.asarray(exog).reshape(v_new.shape[0], -1).shape[1])
+    e_new = (np.empty((v_new.shape[0], 0)) if exog is None
+             else np.asarray(exog, dtype=np.float64).reshape(v_new.shape[0], -1))
+    if e_new.shape[1] != n_exog:
+        raise ValueError(f"the stream has {n_exog} exogenous column(s), got "
+                         f"{e_new.shape[1]}.")
+    previous = tail.v[-1] if tail.v.shape[0] else np.nan
+    s_new = _modelled(previous, v_new, transform)
+    m_new, sd_new = np.full(s_new.shape, np.nan), np.full(s_new.shape, np.nan)
+    defined = ~np.isnan(s_new)
+    m_new[defined], sd_new[defined], stats = past_stats(s_new[defined], tail.stats)
+    me_new, sde_new = np.full(e_new.shape, np.nan), np.full(e_new.shape, np.nan)
+    exog_stats = list(tail.exog_stats) or [RunningStats() for _ in range(n_exog)]
+    for k in range(n_exog):
+        me_new[:, k], sde_new[:, k], exog_stats[k] = past_stats(e_new[:, k], exog_stats[k])
+    return StreamTail(
+        tail.start, np.concatenate((tail.v, v_new)), np.concatenate((tail.s, s_new)),
+        np.concatenate((tail.m, m_new)), np.concatenate((tail.sd, sd_new)),
+        np.concatenate((_cols(tail.e, n_exog), e_new)),
+        np.concatenate((_cols(tail.me, n_exog), me_new)),
+        np.concatenate((_cols(tail.sde, n_exog), sde_new)), stats, exog_stats,
+    )
+
+
+def first_origin(*, n_lags, transform):
+    """Position of the first value a row can be built at (its most recent lag).
+
+    The modelled series starts one value later when differenced; its first two values
+    only feed the statistics (a standard deviation needs two values); then ``n_lags``.
+    """
+    return (0 if transform == "none" else 1) + 1 + n_lags
 
 
 @dataclass
 class ForecastProblem:
     """A series turned into a prequential regression problem.
 
-    Row ``i`` of ``X`` (the ``n_lags`` previous standardised values, most recent first)
-    predicts ``y[i]``, the standardised value at position ``index[i]`` of ``values``.
-    ``to_units(y_pred)`` maps standardised forecasts back to the units of ``values``.
+    Row ``i`` of ``X`` holds, at its *origin* ``t``, the ``n_lags`` latest standardised
+    modelled values (most recent first), then the same lags of each standardised
+    exogenous column; ``y[i]`` is the standardised target ``horizon`` steps later, the
+    value at position ``index[i] = t + horizon``. The target is
+
+    * ``none``: the value ``v[t+H]``;
+    * ``diff``: the change over the horizon, ``v[t+H] − v[t]``;
+    * ``logdiff``: ``log v[t+H] − log v[t]``,
+
+    standardised with the statistics known at the origin (mean and standard deviation of
+    the modelled values up to ``t``; the mean times ``H`` for the changes), so that
+    ``to_units`` maps a prediction back to a forecast of ``v[t+H]``: ``v[t] + change``,
+    ``v[t] · exp(log change)`` or the value itself. With ``horizon=1`` this is the
+    one-step-ahead problem (the target is the next standardised modelled value).
+    Rows are numbered from the start of the stream: the first is row ``first_row``.
     """
 
-    values: np.ndarray
     X: np.ndarray
     y: np.ndarray
     index: np.ndarray
+    actual: np.ndarray
+    origin_value: np.ndarray
     transform: str
     n_lags: int
-    _mean: np.ndarray = field(repr=False)
-    _std: np.ndarray = field(repr=False)
-
-    @property
-    def actual(self):
-        """The series values being forecast, in the original units."""
-        return self.values[self.index]
+    horizon: int = 1
+    first_row: int = 0
+    _mean: np.ndarray = field(default=None, repr=False)
+    _std: np.ndarray = field(default=None, repr=False)
 
     def to_units(self, y_pred):
-        """Map standardised forecasts of ``y`` to forecasts of ``values[index]``."""
-        k = self.index - (0 if self.transform == "none" else 1)  # position in s
-        s_hat = np.asarray(y_pred) * self._std[k] + self._mean[k]
+        """Map standardised predictions of ``y`` to forecasts of the values ``actual``."""
+        scale = 1 if self.transform == "none" else self.horizon
+        change = np.asarray(y_pred) * self._std + scale * self._mean
         if self.transform == "none":
-            return s_hat
-        previous = self.values[self.index - 1]
+            return change
         if self.transform == "diff":
-            return previous + s_hat
-        return previous * np.exp(s_hat)  # logdiff
+            return self.origin_value + change
+        with np.errstate(over="ignore"):
+            return self.origin_value * np.exp(change)  # logdiff
+
+    @property
+    def persistence(self):
+        """The last value known at each row's origin (the last-value forecast)."""
+        return self.origin_value
 
 
-def min_series_length(*, n_lags, window_size, transform):
-    """Fewest values a series needs: differencing, 2 for the statistics, lags, window, 2."""
-    return (0 if transform == "none" else 1) + 2 + n_lags + window_size + 2
+def min_series_length(*, n_lags, window_size, transform, horizon=1):
+    """Fewest values a series needs: differencing, 2 for the statistics, lags, the
+    horizon, the window, 2 scored rows."""
+    return (0 if transform == "none" else 1) + 2 + n_lags + (horizon - 1) + window_size + 2
 
 
-def make_forecast_problem(values, *, n_lags, transform="none"):
+def problem_from_tail(frame, *, n_lags, transform="none", horizon=1, first_row=0):
+    """The rows ``first_row ..`` of the stream held by ``frame`` (a :class:`StreamTail`).
+
+    Rows whose target lies beyond the last value are not built (they will be, when the
+    stream continues).
+    """
+    t0 = first_origin(n_lags=n_lags, transform=transform) + first_row
+    n = frame.end
+    n_rows = max(0, n - horizon - t0)
+    a = t0 - n_lags + 1 - frame.start  # first position the rows read, in the frame
+    if a < 0:
+        raise ValueError("the kept past does not reach back to the first row's lags.")
+    n_exog = frame.e.shape[1]
+    z = (frame.s - frame.m) / frame.sd
+    origins = t0 + np.arange(n_rows)
+    k = origins - frame.start  # origins in the frame
+    if n_rows:
+        ze = (frame.e - frame.me) / frame.sde if n_exog else None
+        X, _ = make_lagged(z[a:], n_lags, horizon=horizon,
+                           exog=None if ze is None else ze[a:])
+    else:
+        X = np.empty((0, n_lags * (1 + n_exog)))
+    v = frame.v
+    origin_value = v[k]
+    actual = v[k + horizon]
+    mean, std = frame.m[k + 1], frame.sd[k + 1]
+    if transform == "none":
+        change, scale = actual, 1
+    elif transform == "diff":
+        change, scale = actual - origin_value, horizon
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            change, scale = np.log(actual) - np.log(origin_value), horizon
+    y = (change - scale * mean) / std
+    return ForecastProblem(X, y, origins + horizon, actual, origin_value, transform,
+                           n_lags, horizon, first_row, mean, std)
+
+
+def make_forecast_problem(values, *, n_lags, transform="none", horizon=1, exog=None):
     """Difference (optionally), standardise recursively and lag a 1-D series.
 
     Parameters
@@ -155,35 +340,30 @@ def make_forecast_problem(values, *, n_lags, transform="none"):
     values : array-like of shape (n_values,)
         The series, in time order, finite (and positive for ``"logdiff"``).
     n_lags : int
-        Lagged values per row.
+        Lagged values per row (for the series and for each exogenous column).
     transform : {"none", "diff", "logdiff"}, default="none"
-        Model the values, their first differences, or their log returns.
+        Model the values, their changes, or their log changes.
+    horizon : int, default=1
+        Steps ahead of each row's origin that its target lies (see
+        :class:`ForecastProblem`).
+    exog : array-like of shape (n_values,) or (n_values, n_exog), default=None
+        Exogenous columns aligned with ``values``, standardised with the statistics of
+        their own past values and lagged like the series (no look-ahead).
 
     Returns
     -------
     problem : ForecastProblem
         ``X``, ``y`` and the map back to the series' units. The first two values of the
         modelled series only feed the statistics (a standard deviation needs two values),
-        so ``y`` starts at the third.
+        so the first row's most recent lag is the third.
     """
-    values = np.asarray(values, dtype=np.float64)
     if transform not in TRANSFORMS:
         raise ValueError(f"transform must be one of {TRANSFORMS}, got {transform!r}.")
-    if transform == "none":
-        s = values
-    elif transform == "diff":
-        s = np.diff(values)
-    else:
-        if np.any(values <= 0):
-            raise ValueError("transform 'logdiff' needs strictly positive values.")
-        s = np.diff(np.log(values))
-    mean, std = past_mean_std(s)
-    z = (s - mean) / std  # z_t uses s_<t only
-    z = z[2:]  # z_0 is undefined, z_1 has a one-value standard deviation
-    X, y = make_lagged(z, n_lags)
-    offset = 2 + n_lags + (0 if transform == "none" else 1)
-    index = offset + np.arange(y.shape[0])
-    return ForecastProblem(values, X, y, index, transform, n_lags, mean, std)
+    values = np.asarray(values, dtype=np.float64)
+    if transform == "logdiff" and np.any(values <= 0):
+        raise ValueError("transform 'logdiff' needs strictly positive values.")
+    frame = extend_tail(StreamTail(), values, exog, transform=transform)
+    return problem_from_tail(frame, n_lags=n_lags, transform=transform, horizon=horizon)
 
 
 def make_forecast_model(
@@ -253,7 +433,14 @@ def make_forecast_model(
 
 @dataclass
 class ForecastResult:
-    """Prequential forecasts and their scores (errors on the scored rows only)."""
+    """Prequential forecasts and their scores (errors on the scored rows only).
+
+    ``scores`` holds :func:`sklearn_orfit.metrics.forecast_scores` of the scored rows
+    (RMSE, MAE, MASE, skills against the last-value and seasonal-naive forecasts and a
+    one-sentence summary), in the series' units; ``checkpoint`` is ``(model, row)``:
+    the model as it was before row ``row`` (a chunk boundary), from which the stream can
+    be continued exactly.
+    """
 
     y_pred: np.ndarray  # standardised
     forecast: np.ndarray  # in the series' units
@@ -267,41 +454,114 @@ class ForecastResult:
     persistence_mse: float
     persistence_var: float
     seconds_per_update: float = 0.0
+    index: np.ndarray = None
+    scores: dict = field(default_factory=dict)
+    checkpoint: tuple = None
 
 
-def run_forecast(model, problem, *, skip, chunk_size=250, quiet=True, desc="forecast"):
+def run_forecast(model, problem, *, skip, chunk_size=250, quiet=True, desc="forecast",
+                 delay=None, start_row=None, report_from=None, season=None,
+                 checkpoint=False):
     """Predict-then-update over ``problem`` in chunks (the progress bar moves per chunk).
 
-    The model continues its stream from chunk to chunk, so the predictions are those of
-    one :func:`~sklearn_orfit.prequential_predict` call over all rows. Rows ``< skip``
-    (the first window) are predicted and learned but not scored.
+    Chunks are aligned on the stream's row numbers (rows ``k·chunk_size ..``), so a run
+    continued from a checkpoint makes the same calls as one uninterrupted run, and gives
+    the same predictions bit for bit. Rows ``< skip`` (the first window) are predicted and
+    learned but not scored.
+
+    With ``delay = d > 0`` (``horizon − 1``: a row's target is known ``d`` rows after the
+    row is built), row ``i`` is predicted by the model that has learned rows
+    ``< i − d``: each chunk is predicted by
+    ``prequential_predict(copy, ..., delay=d)`` on a copy of the model, then the model
+    learns the chunk's rows whose targets are known (twice the learning cost).
+
+    ``problem`` holds rows ``problem.first_row ..``; the model has learned the rows
+    before ``start_row − delay`` (default: the problem's first row plus the delay);
+    predictions are computed from ``start_row`` (a chunk boundary) and reported from
+    ``report_from`` (default ``start_row``). ``checkpoint=True`` keeps a copy of the model
+    at the last chunk boundary (``result.checkpoint``).
     """
+    d = problem.horizon - 1 if delay is None else int(delay)
     X, y = problem.X, problem.y
-    n = y.shape[0]
-    y_pred = np.empty(n)
+    r0 = problem.first_row
+    start = r0 + (d if r0 > 0 else 0) if start_row is None else int(start_row)
+    report = start if report_from is None else int(report_from)
+    end = r0 + y.shape[0]
+    y_pred = np.full(end - start, np.nan)
+    snapshot = None
     t0 = time.perf_counter()
-    with progress_bar(n, desc=desc, quiet=quiet) as bar:
-        for c0 in range(0, n, chunk_size):
-            c1 = min(c0 + chunk_size, n)
-            y_pred[c0:c1] = prequential_predict(model, X[c0:c1], y[c0:c1])
-            bar.update(c1 - c0)
+    with progress_bar(end - report, desc=desc, quiet=quiet) as bar:
+        g = start
+        while g < end:
+            g1 = min((g // chunk_size + 1) * chunk_size, end)
+            if checkpoint and g1 - g < chunk_size:  # the last, partial chunk
+                snapshot = (copy.deepcopy(model), g)
+            lo = max(r0, g - d)
+            if d == 0:
+                p = prequential_predict(model, X[g - r0:g1 - r0], y[g - r0:g1 - r0])
+            else:
+                p = prequential_predict(copy.deepcopy(model), X[lo - r0:g1 - r0],
+                                        y[lo - r0:g1 - r0], delay=d)[g - lo:]
+                if g1 - d > lo:  # the targets known by the end of the chunk
+                    prequential_predict(model, X[lo - r0:g1 - d - r0],
+                                        y[lo - r0:g1 - d - r0])
+            y_pred[g - start:g1 - start] = p
+            bar.update(max(0, g1 - max(g, report)))
+            g = g1
     seconds = time.perf_counter() - t0
+    if checkpoint and snapshot is None:
+        snapshot = (model, end)
+    keep = slice(report - r0, end - r0)
+    y_pred = y_pred[report - start:]
     forecast = problem.to_units(y_pred)
-    actual = problem.actual
-    scored = np.arange(n) >= skip
+    actual = problem.actual[keep]
+    n = y_pred.shape[0]
+    scored = np.arange(report, end) >= skip
     err2 = (actual - forecast)[scored] ** 2
-    err2_std = (y - y_pred)[scored] ** 2
-    # persistence: the last observed value (for differenced series, a zero change)
-    persistence = problem.values[problem.index - 1]
-    pers2 = (actual - persistence)[scored] ** 2
-    with np.errstate(over="ignore", invalid="ignore"):
+    err2_std = (y[keep] - y_pred)[scored] ** 2 if n else np.empty(0)
+    # persistence: the last value known at the origin (for changes, a zero change)
+    pers2 = (actual - problem.persistence[keep])[scored] ** 2
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"), \
+            warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        scores = _scores(actual[scored], forecast[scored], season=season,
+                         horizon=problem.horizon)
         return ForecastResult(
             y_pred=y_pred, forecast=forecast, actual=actual, scored=scored, seconds=seconds,
             res_mse=float(np.mean(err2)), res_var=float(np.var(err2, ddof=1)),
             res_mse_std=float(np.mean(err2_std)), res_var_std=float(np.var(err2_std, ddof=1)),
             persistence_mse=float(np.mean(pers2)),
-            persistence_var=float(np.var(pers2, ddof=1)), seconds_per_update=seconds / n,
+            persistence_var=float(np.var(pers2, ddof=1)),
+            seconds_per_update=seconds / max(n, 1), index=problem.index[keep],
+            scores=scores, checkpoint=snapshot,
         )
+
+
+_SCORE_KEYS = ("rmse", "mae", "mase", "res_mse", "res_var", "skill_last_value",
+               "skill_seasonal_naive", "beats_last_value", "beats_seasonal_naive",
+               "summary")
+
+
+def _scores(actual, forecast, *, season, horizon):
+    """:func:`~sklearn_orfit.metrics.forecast_scores`, or NaNs where it cannot score."""
+    try:
+        from .metrics import forecast_scores
+    except ImportError:  # pragma: no cover - an installation without the metrics
+        return {}
+    if actual.shape[0] < 2 or not (np.all(np.isfinite(actual))
+                                   and np.all(np.isfinite(forecast))):
+        return {"rmse": math.nan, "mae": math.nan, "mase": None, "res_mse": math.nan,
+                "res_var": math.nan, "skill_last_value": None,
+                "skill_seasonal_naive": None, "beats_last_value": None,
+                "beats_seasonal_naive": None,
+                "summary": "The forecasts cannot be scored (too few rows, or forecasts "
+                           "that are not finite)."}
+    try:
+        return forecast_scores(actual, forecast, season=season, horizon=horizon)
+    except ValueError as exc:
+        return {**dict.fromkeys(_SCORE_KEYS), "rmse": math.nan, "mae": math.nan,
+                "res_mse": math.nan, "res_var": math.nan,
+                "summary": f"The forecasts cannot be scored: {exc}"}
 
 
 def _pyplot():
