@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 import numpy as np
 from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._validation import check_fitted_fast, check_numeric, check_one_row, check_one_target
 
@@ -32,6 +32,7 @@ __all__ = [
     "StreamingRegressorMixin",
     "check_delay",
     "check_stream_params",
+    "check_stream_sample_weight",
     "commit_copy",
     "detached",
     "learn_with_delay",
@@ -267,14 +268,16 @@ def check_delay(delay):
     return int(delay)
 
 
-def learn_with_delay(estimator, X, Y, delay, *, learn, commit=True):
+def learn_with_delay(estimator, X, Y, delay, *, learn, commit=True, sample_weight=None):
     """Prequential predictions with labels ``delay`` rows late, inside a learning call.
 
     ``ŷ[i]`` is the prediction (``estimator._predict_rows``) of the state that has
     learned rows ``0 … i − 1 − delay`` of ``X`` (the rows before wait in a queue until
     their label is due); the last ``delay + 1`` rows are learned after the last
     prediction, so every row is learned on return. ``learn(work, X_rows, Y_rows)``
-    learns validated rows on ``work``. ``X`` and ``Y`` are validated, ``Y`` 2-D.
+    learns validated rows on ``work``. ``X`` and ``Y`` are validated, ``Y`` 2-D. With
+    validated weights ``sample_weight`` (see :func:`check_stream_sample_weight`), they
+    are passed along: ``learn(work, X_rows, Y_rows, w_rows)``.
 
     The rows are learned by a private copy of the estimator (one ``O(state)`` copy per
     call), outside the enclosing transaction (:func:`detached`), and the copy's state is
@@ -294,16 +297,80 @@ def learn_with_delay(estimator, X, Y, delay, *, learn, commit=True):
             Y_pred[:head] = work._predict_rows(X[:head])
         for i in range(head, n):
             j = i - 1 - delay  # the label that has just arrived
-            learn(work, X[j : j + 1], Y[j : j + 1])
+            _learn_rows(learn, work, X, Y, sample_weight, j, j + 1)
             # invariant: work has learned rows < i − delay
             Y_pred[i] = work._predict_rows(X[i : i + 1])[0]
         rest = max(0, n - 1 - delay)
         if rest < n:
-            learn(work, X[rest:], Y[rest:])
+            _learn_rows(learn, work, X, Y, sample_weight, rest, n)
     if not commit:
         return Y_pred, work
     commit_copy(estimator, work)
     return Y_pred
+
+
+def _learn_rows(learn, work, X, Y, sample_weight, a, b):
+    if sample_weight is None:
+        learn(work, X[a:b], Y[a:b])
+    else:
+        learn(work, X[a:b], Y[a:b], sample_weight[a:b])
+
+
+def check_stream_sample_weight(sample_weight, n_samples, *, estimator=None, reset=False):
+    """Validate per-row weights once per call (``None`` stays ``None``).
+
+    Parameters
+    ----------
+    sample_weight : None, float or array-like of shape (n_samples,)
+        Non-negative finite numbers; a scalar is broadcast to every row (as
+        scikit-learn does).
+    n_samples : int
+        Rows of the call.
+    estimator : estimator, default=None
+        When its class sets ``_sample_weight_unsupported`` (a message saying why
+        per-row weights have no meaning for it), any weights are a ``ValueError``.
+    reset : bool, default=False
+        Whether the call starts a new stream (``fit``): then weights that are all zero
+        are an error (there is nothing to fit), as in scikit-learn. Within a stream a
+        chunk of zero-weight rows is legitimate: the rows take their window slots.
+
+    Returns
+    -------
+    sample_weight : None or ndarray of shape (n_samples,)
+        float64 weights.
+    """
+    if sample_weight is None:
+        return None
+    reason = getattr(type(estimator), "_sample_weight_unsupported", None)
+    if reason:
+        raise ValueError(f"{type(estimator).__name__} does not accept sample_weight: {reason}")
+    try:
+        kind = np.asarray(sample_weight).dtype.kind
+    except (TypeError, ValueError):  # ragged: the check below says so
+        kind = "O"
+    if isinstance(sample_weight, (bool, np.bool_)) or kind in "bcUSV":
+        raise ValueError(
+            "sample_weight must be real numbers (a scalar or an array of shape "
+            f"(n_samples,)), got {type(sample_weight).__name__} of dtype kind {kind!r}."
+        )
+    check_numeric(sample_weight, "sample_weight")
+    try:
+        w = _check_sample_weight(
+            sample_weight, np.empty((n_samples, 0)), dtype=np.float64,
+            allow_all_zero_weights=True,
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"invalid sample_weight: {exc}") from None
+    if not np.isfinite(w).all():
+        raise ValueError("sample_weight contains NaN or infinity; weights must be finite.")
+    if (w < 0).any():
+        raise ValueError("sample_weight contains negative values; weights must be >= 0.")
+    if reset and n_samples and not w.any():
+        raise ValueError(
+            "Sample weights must contain at least one non-zero number: fit with every "
+            "weight zero has nothing to fit."
+        )
+    return w
 
 
 def commit_copy(estimator, work):
@@ -495,25 +562,70 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
     def _check_new_stream(self):
         """Cross-parameter checks before a new stream starts (none by default)."""
 
-    def _partial_fit(self, X, y, *, predict, reset, delay=0):
+    #: Why per-row weights have no meaning for a subclass (a message), or None: then
+    #: any ``sample_weight`` is a ValueError saying so.
+    _sample_weight_unsupported = None
+
+    def _partial_fit(self, X, y, *, predict, reset, delay=0, sample_weight=None):
         """Validate the whole call, then learn it; on any error the state is unchanged."""
         first_call = reset or "n_samples_seen_" not in self.__dict__
         with stream_update(self, check_params=not first_call):
             if first_call:
                 self._check_new_stream()
             X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
+            sw = check_stream_sample_weight(sample_weight, X.shape[0], estimator=self,
+                                            reset=reset)
             if first_call:
                 self._init_state(X.shape[1], Y.shape[1], y_ndim)
                 self._n_targets = None if y_ndim == 1 else Y.shape[1]
                 record_stream_params(self)
             if predict and delay:
                 Y_pred = learn_with_delay(
-                    self, X, Y, delay, learn=lambda work, Xr, Yr: work._learn(Xr, Yr, predict=False)
+                    self, X, Y, delay, sample_weight=sw,
+                    learn=lambda work, Xr, Yr, wr=None: work._learn_weighted(
+                        Xr, Yr, wr, predict=False),
                 )
             else:
-                Y_pred = self._learn(X, Y, predict=predict)
+                Y_pred = self._learn_weighted(X, Y, sw, predict=predict)
         if Y_pred is not None and y_ndim == 1:
             Y_pred = Y_pred[:, 0]
+        return Y_pred
+
+    def _learn_weighted(self, X, Y, sample_weight, *, predict):
+        """``_learn`` with per-row weights: rows and targets scaled by ``√w``.
+
+        The solvers minimise ``Σ λ^age (ỹ_i − z̃_iβ)²`` over the rows they are handed; with
+        ``z̃_i = √w_i z_i`` and ``ỹ_i = √w_i y_i`` that is ``Σ λ^age w_i (y_i − z_iβ)²``.
+        A prediction the solver makes for the scaled row is ``√w_i (z_i·β)``: divided by
+        ``√w_i``. A zero-weight row is a zero row to the solver (it takes its window slot,
+        contributes nothing) and gets its prediction ``z_i·β`` from the state before it:
+        the call is split there (one extra ``_learn`` call per zero-weight row).
+        """
+        if sample_weight is None:
+            return self._learn(X, Y, predict=predict)
+        root = np.sqrt(sample_weight)
+        with np.errstate(over="ignore", under="ignore"):
+            Xs = X * root[:, None]
+            Ys = Y * root[:, None]
+        if not (np.isfinite(Xs).all() and np.isfinite(Ys).all()):
+            raise ValueError(
+                "sample_weight is too large for these rows: √w·x or √w·y overflows "
+                "float64. Rescale the weights (only their ratios and alpha's scale matter)."
+            )
+        if not predict:
+            self._learn(Xs, Ys, predict=False)
+            return None
+        n = X.shape[0]
+        Y_pred = np.empty(Y.shape)
+        starts = np.flatnonzero(root == 0.0)
+        bounds = [0, *[int(j) for j in starts if j > 0], n]
+        for a, b in zip(bounds[:-1], bounds[1:]):
+            if root[a] == 0.0:
+                # the prediction of the unscaled row by the state before it
+                Y_pred[a] = self._predict_rows(X[a : a + 1])[0]
+            P = self._learn(Xs[a:b], Ys[a:b], predict=True)
+            live = root[a:b] > 0.0
+            Y_pred[a:b][live] = P[live] / root[a:b][live, None]
         return Y_pred
 
     def _learn_one(self, x, y):
@@ -526,7 +638,7 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Reset, then learn the rows of ``X`` in order.
 
         Parameters
@@ -535,17 +647,20 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
             Rows in stream order.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Targets.
+        sample_weight : float or array-like of shape (n_samples,), default=None
+            Per-row weights ``w_i >= 0`` (a scalar is broadcast), multiplying each row's
+            term of the least-squares objective (see the class Notes); ``None``: 1.
 
         Returns
         -------
         self : object
             The fitted estimator.
         """
-        self._partial_fit(X, y, predict=False, reset=True)
+        self._partial_fit(X, y, predict=False, reset=True, sample_weight=sample_weight)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
+    def partial_fit(self, X, y, sample_weight=None):
         """Learn the rows of ``X`` in order, continuing the stream.
 
         Parameters
@@ -554,17 +669,19 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
             Rows in stream order.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Targets.
+        sample_weight : float or array-like of shape (n_samples,), default=None
+            Per-row weights ``w_i >= 0`` (see :meth:`fit`).
 
         Returns
         -------
         self : object
             The updated estimator.
         """
-        self._partial_fit(X, y, predict=False, reset=False)
+        self._partial_fit(X, y, predict=False, reset=False, sample_weight=sample_weight)
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def prequential_predict(self, X, y, *, delay=0):
+    def prequential_predict(self, X, y, *, delay=0, sample_weight=None):
         """Predict each row from the state before it, then learn it (vectorised).
 
         Parameters
@@ -577,6 +694,10 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
             Labels arrive ``delay`` rows late: ``y_pred[i]`` is made by the state that
             has learned rows ``< i − delay`` of this call (see
             :func:`~sklearn_orfit.prequential_predict`). Every row is learned on return.
+        sample_weight : float or array-like of shape (n_samples,), default=None
+            Per-row weights ``w_i >= 0`` (see :meth:`fit`). They change what is learned,
+            not what is predicted: ``y_pred[i]`` is the prediction of the unweighted row
+            ``X[i]`` (made also for a zero-weight row).
 
         Returns
         -------
@@ -585,4 +706,5 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
             row of a stream).
         """
         delay = check_delay(delay)
-        return self._partial_fit(X, y, predict=True, reset=False, delay=delay)
+        return self._partial_fit(X, y, predict=True, reset=False, delay=delay,
+                                 sample_weight=sample_weight)
