@@ -9,7 +9,7 @@ from sklearn.base import (
     TransformerMixin,
     _fit_context,
 )
-from sklearn.utils import check_random_state
+from sklearn.kernel_approximation import RBFSampler
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -64,9 +64,23 @@ class RandomFourierFeatures(
 
     Notes
     -----
-    Cost: ``O(d·D)`` multiply-adds and ``D`` cosines per row. The output keeps the input's
-    floating dtype (float32 in, float32 out). Splitting the ``D`` columns into blocks
-    gives independent sub-maps of the same draw.
+    Cost: ``O(d·D)`` multiply-adds and ``D`` cosines per row; drawing the map costs
+    ``d·D`` normal and ``D`` uniform draws, once. The output keeps the input's floating
+    dtype (float32 in, float32 out). Splitting the ``D`` columns into blocks gives
+    independent sub-maps of the same draw.
+
+    The map is drawn by :class:`~sklearn.kernel_approximation.RBFSampler` (with
+    ``gamma = 1/2``, frequencies then scaled by ``sigma``), so that
+    ``RandomFourierFeatures(D, sigma=s, random_state=r)`` equals
+    ``RBFSampler(gamma=s**2 / 2, n_components=D, random_state=r)`` bit for bit: the same
+    ``random_weights_`` and ``random_offset_`` (RBFSampler fitted on float64 data; fitted
+    on float32 it keeps them rounded to float32), and the same ``transform`` output
+    for float64 input and, for float32 input, the output of the RBFSampler fitted on
+    float32 data. (For ``sigma`` outside about ``[2e-154, 1.3e154]``, ``s**2 / 2``
+    overflows or loses bits and that RBFSampler differs; this map does not.) Unlike
+    RBFSampler, a map fitted on float64 data maps float32 input to float32, the
+    bandwidth is the frequencies' standard deviation ``sigma``, and the map never changes
+    after the first :meth:`partial_fit`.
 
     References
     ----------
@@ -155,12 +169,23 @@ class RandomFourierFeatures(
     _stream_params = ("n_components", "sigma", "random_state")
 
     def _draw(self, n_features):
-        rng = check_random_state(self.random_state)
-        # A_ij ~ N(0, sigma²), b_j ~ U[0, 2π): drawn once, in this order, in float64.
-        self.random_weights_ = rng.normal(
-            scale=self.sigma, size=(n_features, self.n_components)
-        )
-        self.random_offset_ = rng.uniform(0.0, 2.0 * np.pi, size=self.n_components)
+        # scikit-learn's RBFSampler draws this map: A = sqrt(2·gamma)·N(0, 1) of shape
+        # (d, D), then b ~ U[0, 2π), both float64 from one RandomState. With gamma = 1/2
+        # (sqrt(2·gamma) = 1 exactly) its A is the unit-bandwidth draw; scaling it by sigma
+        # gives the values RandomState.normal(scale=sigma) would, for every sigma > 0.
+        # (gamma = sigma²/2 gives the same A only while sigma²/2 is a normal float,
+        # 2^-510.5 < sigma < 2^512; outside, sigma² overflows or loses bits.) The dummy
+        # row is float64 so that A and b stay float64 whatever the dtype of X.
+        unit = RBFSampler(
+            gamma=0.5, n_components=self.n_components, random_state=self.random_state
+        ).fit(np.zeros((1, n_features)))
+        weights = unit.random_weights_  # the local sampler's own array: scaled in place
+        weights *= float(self.sigma)
+        # RandomState.normal returns 0 + sigma·z: a product that underflows to -0
+        # (sigma < 1e-300) is +0 there, so it is here
+        weights += 0.0
+        self.random_weights_ = weights
+        self.random_offset_ = unit.random_offset_
         self._scale = np.sqrt(2.0 / self.n_components)
         self._n_features_out = self.n_components
 
