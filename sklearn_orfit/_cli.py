@@ -222,7 +222,9 @@ def build_parser():
     o.add_argument("--save-model", metavar="PATH", default=None, action=_Once,
                    help="save the fitted model(s) and what the stream needs to continue "
                    "(standardisation state, last lags, settings) to PATH (joblib), "
-                   "written whole or not at all")
+                   "written whole or not at all; the model is kept as of the last "
+                   "--chunk-size boundary and the rows after it are learned again when "
+                   "the stream continues, so that it continues exactly")
     o.add_argument("--load-model", metavar="PATH", default=None, action=_Once,
                    help="continue the stream saved in PATH on new values (the rows after "
                    "those it was saved with): the forecasts are those of one "

@@ -271,16 +271,16 @@ class ForecastProblem:
     _mean: np.ndarray = field(default=None, repr=False)
     _std: np.ndarray = field(default=None, repr=False)
 
-    def to_units(self, y_pred):
-        """Map standardised predictions of ``y`` to forecasts of the values ``actual``."""
+    def to_units(self, y_pred, rows=slice(None)):
+        """Map standardised predictions of ``y[rows]`` to forecasts of ``actual[rows]``."""
         scale = 1 if self.transform == "none" else self.horizon
-        change = np.asarray(y_pred) * self._std + scale * self._mean
+        change = np.asarray(y_pred) * self._std[rows] + scale * self._mean[rows]
         if self.transform == "none":
             return change
         if self.transform == "diff":
-            return self.origin_value + change
+            return self.origin_value[rows] + change
         with np.errstate(over="ignore"):
-            return self.origin_value * np.exp(change)  # logdiff
+            return self.origin_value[rows] * np.exp(change)  # logdiff
 
     @property
     def persistence(self):
@@ -513,7 +513,7 @@ def run_forecast(model, problem, *, skip, chunk_size=250, quiet=True, desc="fore
         snapshot = (model, end)
     keep = slice(report - r0, end - r0)
     y_pred = y_pred[report - start:]
-    forecast = problem.to_units(y_pred)
+    forecast = problem.to_units(y_pred, keep)
     actual = problem.actual[keep]
     n = y_pred.shape[0]
     scored = np.arange(report, end) >= skip

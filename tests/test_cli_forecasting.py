@@ -1,0 +1,727 @@
+"""``sklearn-orfit forecast``: several series, time stamps, horizons, exogenous inputs,
+saved and continued streams, JSON output.
+
+The command runs in-process (:func:`sklearn_orfit._cli.main`) on small synthetic CSV files
+with small models, so each test takes well under a second or two.
+"""
+
+import csv
+import json
+import os
+import pickle
+
+import joblib
+import numpy as np
+import pytest
+
+from sklearn_orfit import __version__, prequential_predict
+from sklearn_orfit import _cli
+from sklearn_orfit import _experiments as ex
+from sklearn_orfit.datasets import make_lagged
+
+SMALL = ["--n-components", 64, "--window-size", 20, "--n-lags", 4, "--quiet", "--no-plot",
+         "--chunk-size", 50]
+N = 240
+TIMES = np.datetime64("2024-01-01T00:00") + np.arange(N) * np.timedelta64(1, "h")
+
+
+def make_columns(n=N, seed=0):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    temp = 20.0 + 3.0 * np.sin(2 * np.pi * t / 24) + rng.normal(scale=0.2, size=n)
+    return {
+        "a": 100.0 + 10.0 * np.sin(2 * np.pi * t / 24) + rng.normal(scale=0.5, size=n),
+        "b": 50.0 + 5.0 * np.cos(2 * np.pi * t / 24) + rng.normal(scale=0.3, size=n),
+        "temp": temp,
+    }
+
+
+def write_csv(path, columns, *, rows=slice(None), times=TIMES, time_name="time",
+              extra=None):
+    """A CSV with a time column (unless ``time_name`` is None), the numeric ``columns`` and
+    optional ``extra`` text columns, for the positions ``rows``."""
+    positions = range(len(next(iter(columns.values()))))[rows]
+    extra = extra or {}
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(([time_name] if time_name else []) + list(columns) + list(extra))
+        for i in positions:
+            w.writerow(([str(times[i])] if time_name else [])
+                       + [repr(float(v[i])) for v in columns.values()]
+                       + [v[i] for v in extra.values()])
+    return path
+
+
+def run(argv, capsys):
+    """``main(argv)`` in-process: ``(status, stdout, stderr)``."""
+    status = _cli.main([str(a) for a in argv])
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def one_line_error(status, err, *fragments):
+    assert status == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("sklearn-orfit: error: "), lines[0]
+    assert "Traceback" not in err
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+    return lines[0]
+
+
+def read_predictions(path):
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    return {k: np.array([r[k] for r in rows]) for k in rows[0]}
+
+
+def forecasts(path):
+    """``{position: forecast}`` of a predictions CSV (floats written with repr: exact)."""
+    p = read_predictions(path)
+    return dict(zip(p["position"].astype(int).tolist(), p["forecast"].astype(float)))
+
+
+def run_json(argv, capsys):
+    status, out, err = run([*argv, "--json"], capsys)
+    assert status == 0, err
+    return json.loads(out)
+
+
+@pytest.fixture
+def data(tmp_path):
+    columns = make_columns()
+    write_csv(tmp_path / "all.csv", columns)
+    return columns
+
+
+@pytest.fixture
+def must_not_compute(monkeypatch):
+    def forbidden(*args, **kwargs):
+        raise AssertionError("computation started")
+
+    for name in ("make_forecast_model", "problem_from_tail", "run_forecast"):
+        monkeypatch.setattr(ex, name, forbidden)
+
+
+# ------------------------------------------------------------------ 1. --column once
+@pytest.mark.parametrize("flag, first, second", [
+    ("--column", "a", "b"), ("--csv", "all.csv", "other.csv"),
+    ("--time-column", "time", "when"), ("--save-model", "m1", "m2"),
+])
+def test_option_given_twice_is_an_error(tmp_path, data, capsys, must_not_compute, flag,
+                                        first, second):
+    """The last --column silently won before: now a one-line error, exit 2."""
+    argv = ["--csv", tmp_path / "all.csv", "--column", "a"]
+    argv = [a for a in argv if a != flag] if flag in ("--csv",) else argv
+    base = [x for i, x in enumerate(argv) if not (flag == "--column" and i >= 2)]
+    if flag == "--csv":
+        base = ["--column", "a"]
+        first, second = tmp_path / first, tmp_path / second
+    status, out, err = run([*base, flag, first, flag, second, *SMALL], capsys)
+    one_line_error(status, err, f"{flag} given more than once", "give it once")
+    assert out == ""
+
+
+def test_column_twice_names_both_values(tmp_path, data, capsys):
+    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a", "--column", "b"],
+                         capsys)
+    one_line_error(status, err, "'a'", "'b'", "--column a,b")
+
+
+# ------------------------------------------------------------------ 2. time column
+@pytest.mark.parametrize("explicit", [True, False])
+def test_time_column_in_predictions_and_figure(tmp_path, data, capsys, monkeypatch,
+                                               explicit):
+    seen = {}
+
+    def fake_plot(result, path, *, times=None, **kwargs):
+        seen["times"] = times
+        return None
+
+    monkeypatch.setattr(ex, "plot_forecast", fake_plot)
+    flags = ["--time-column", "time"] if explicit else []
+    argv = ["--csv", tmp_path / "all.csv", "--column", "a", *flags, *SMALL,
+            "--output-dir", tmp_path / "out"]
+    status, out, err = run([a for a in argv if a != "--no-plot"], capsys)
+    assert status == 0, err
+    assert "time: column 'time'" in out
+    pred = read_predictions(tmp_path / "out" / "forecast_all_a_abo.csv")
+    positions = pred["position"].astype(int)
+    np.testing.assert_array_equal(pred["time"], [str(t) for t in TIMES[positions]])
+    # the figure's x-axis: the time stamps of the forecast values
+    np.testing.assert_array_equal(seen["times"], TIMES[positions])
+
+
+def test_time_column_detected_anywhere_and_only_when_every_cell_is_a_date(tmp_path,
+                                                                        capsys):
+    columns = make_columns()
+    notes = np.array(["ok"] * N, dtype=object)
+    dates = np.array([str(t)[:10] for t in TIMES], dtype=object)
+    bad_dates = dates.copy()
+    bad_dates[100] = "not a date"
+    write_csv(tmp_path / "s.csv", columns, time_name=None,
+              extra={"note": notes, "maybe": bad_dates, "stamp": [str(t) for t in TIMES]})
+    status, out, err = run(["--csv", tmp_path / "s.csv", "--column", "a", *SMALL,
+                            "--output-dir", tmp_path / "o"], capsys)
+    assert status == 0, err
+    assert "time: column 'stamp'" in out  # "maybe" has a cell that is not a date
+    pred = read_predictions(tmp_path / "o" / "forecast_s_a_abo.csv")
+    assert pred["time"][0] == str(TIMES[int(pred["position"][0])])
+
+
+def test_numbers_are_not_taken_for_years(tmp_path, capsys):
+    """A numeric column ("2024" parses as a year) is not a time column by detection."""
+    columns = make_columns()
+    columns["year"] = 2000.0 + np.arange(N)
+    write_csv(tmp_path / "s.csv", columns, time_name=None)
+    doc = run_json(["--csv", tmp_path / "s.csv", "--column", "a", *SMALL, "--no-save"],
+                   capsys)
+    assert doc["settings"]["time_column"] is None
+    assert doc["settings"]["season"] is None
+
+
+@pytest.mark.parametrize("cell", ["yesterday", "2024-13-01", "", "12.5"])
+def test_time_column_that_does_not_parse(tmp_path, capsys, must_not_compute, cell):
+    stamps = np.array([str(t) for t in TIMES], dtype=object)
+    stamps[30] = cell
+    write_csv(tmp_path / "s.csv", make_columns(), time_name=None, extra={"when": stamps})
+    status, _, err = run(["--csv", tmp_path / "s.csv", "--column", "a", "--time-column",
+                          "when", *SMALL], capsys)
+    one_line_error(status, err, "--time-column 'when'", "line 32", repr(cell), "ISO 8601")
+
+
+def test_time_column_errors(tmp_path, data, capsys, must_not_compute):
+    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a", "--time-column",
+                          "nope", *SMALL], capsys)
+    one_line_error(status, err, "--time-column column 'nope' not found", "'time'")
+    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a", "--time-column",
+                          "a", *SMALL], capsys)
+    one_line_error(status, err, "both forecast and --time-column")
+    status, _, err = run(["--dataset", "abo", "--time-column", "t", *SMALL], capsys)
+    one_line_error(status, err, "--time-column needs --csv")
+
+
+def test_bundled_electricity_keeps_its_time_stamps(tmp_path, capsys):
+    """The bundled series provides its own times (datetime64 in the loader)."""
+    doc = run_json(["--n-rows", 300, *SMALL, "--output-dir", tmp_path], capsys)
+    pred = read_predictions(tmp_path / "forecast_electricity_abo.csv")
+    # differencing, 2 values for the statistics, 4 lags: position 7, 3½ hours after 0:00
+    assert pred["position"][0] == "7" and pred["time"][0] == "2000-06-05T03:30"
+    assert doc["settings"]["season"] == 48  # half-hourly: a day
+    assert doc["settings"]["season_from"] == "from the time stamps"
+
+
+def test_season_inferred_from_the_time_column_or_given(tmp_path, data, capsys):
+    argv = ["--csv", tmp_path / "all.csv", "--column", "a", *SMALL, "--no-save"]
+    assert run_json(argv, capsys)["settings"]["season"] == 24  # hourly
+    doc = run_json([*argv, "--season", 12], capsys)
+    assert doc["settings"]["season"] == 12
+    assert "season 12" in doc["series"][0]["summary"]
+    status, _, err = run([*argv, "--season", 0], capsys)
+    one_line_error(status, err, "--season", ">= 1")
+
+
+# ------------------------------------------------------------------ 3. save and load
+CONTINUED = {
+    "one step": [],
+    "horizon 3, diff, exog": ["--horizon", 3, "--transform", "diff", "--exog", "temp"],
+    "orfit, logdiff": ["--model", "orfit", "--transform", "logdiff"],
+    "sw-krls, horizon 2": ["--model", "sw-krls", "--horizon", 2],
+    "ensemble": ["--model", "ensemble", "--n-partitions", 2],
+}
+
+
+@pytest.mark.parametrize("k", [170, 150, 40])
+@pytest.mark.parametrize("case", list(CONTINUED))
+def test_continued_stream_equals_one_run(tmp_path, data, capsys, case, k):
+    """Rows [:k] saved, then rows [k:] from the loaded model: the forecasts of rows [k:]
+    EQUAL those of one uninterrupted run (assert_array_equal, no tolerance).
+
+    Chunks are aligned on the stream's row numbers and the saved model is the one at the
+    last chunk boundary (the rows after it are learned again on loading), so the
+    continued run makes the same calls on the same states as the uninterrupted one;
+    chunks cut elsewhere would change the rounding (the solvers' block updates)."""
+    extra = CONTINUED[case]
+    write_csv(tmp_path / "first.csv", data, rows=slice(0, k))
+    write_csv(tmp_path / "second.csv", data, rows=slice(k, None))
+    common = ["--column", "a", *SMALL, *extra]
+    status, _, err = run(["--csv", tmp_path / "all.csv", *common, "--output-dir",
+                          tmp_path / "one"], capsys)
+    assert status == 0, err
+    status, _, err = run(["--csv", tmp_path / "first.csv", *common, "--output-dir",
+                          tmp_path / "p1", "--save-model", tmp_path / "m.joblib"], capsys)
+    assert status == 0, err
+    status, out, err = run(["--csv", tmp_path / "second.csv", "--load-model",
+                            tmp_path / "m.joblib", "--quiet", "--no-plot", "--output-dir",
+                            tmp_path / "p2"], capsys)
+    assert status == 0, err
+    assert "continuing" in out
+    model = CONTINUED[case][1] if extra[:1] == ["--model"] else "abo"
+    whole = forecasts(tmp_path / "one" / f"forecast_all_a_{model}.csv")
+    first = forecasts(tmp_path / "p1" / f"forecast_first_a_{model}.csv")
+    second = forecasts(tmp_path / "p2" / f"forecast_second_a_{model}.csv")
+    assert min(second) == k and max(second) == N - 1  # the new values, all forecast
+    assert sorted(first) + sorted(second) == sorted(whole)
+    np.testing.assert_array_equal([second[p] for p in sorted(second)],
+                                  [whole[p] for p in sorted(second)])
+    np.testing.assert_array_equal([first[p] for p in sorted(first)],
+                                  [whole[p] for p in sorted(first)])
+    # the time stamps of the continued rows are those of the second file
+    pred = read_predictions(tmp_path / "p2" / f"forecast_second_a_{model}.csv")
+    assert pred["time"][0] == str(TIMES[k])
+
+
+def test_continued_twice_and_several_series(tmp_path, data, capsys):
+    """Three pieces, two series, in parallel: still the uninterrupted run's forecasts."""
+    for name, rows in (("p1", slice(0, 100)), ("p2", slice(100, 101)),
+                       ("p3", slice(101, None))):
+        write_csv(tmp_path / f"{name}.csv", data, rows=rows)
+    common = ["--column", "a,b", *SMALL, "--horizon", 2]
+    status, _, err = run(["--csv", tmp_path / "all.csv", *common, "--output-dir",
+                          tmp_path / "one"], capsys)
+    assert status == 0, err
+    model = tmp_path / "m.joblib"
+    status, _, err = run(["--csv", tmp_path / "p1.csv", *common, "--output-dir",
+                          tmp_path / "o1", "--save-model", model], capsys)
+    assert status == 0, err
+    for name in ("p2", "p3"):
+        status, _, err = run(["--csv", tmp_path / f"{name}.csv", "--load-model", model,
+                              "--save-model", model, "--n-jobs", 2, "--backend",
+                              "threading", "--quiet", "--no-plot",
+                              "--output-dir", tmp_path / f"o{name[1]}"], capsys)
+        assert status == 0, err
+    for col in ("a", "b"):
+        whole = forecasts(tmp_path / "one" / f"forecast_all_{col}_abo.csv")
+        pieces = {}
+        for i in (1, 2, 3):
+            pieces.update(forecasts(tmp_path / f"o{i}" / f"forecast_p{i}_{col}_abo.csv"))
+        assert sorted(pieces) == sorted(whole)
+        np.testing.assert_array_equal([pieces[p] for p in sorted(whole)],
+                                      [whole[p] for p in sorted(whole)])
+
+
+def test_saved_file_holds_what_the_stream_needs(tmp_path, data, capsys):
+    path = tmp_path / "m.joblib"
+    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a", "--exog", "temp",
+                          *SMALL, "--no-save", "--save-model", path], capsys)
+    assert status == 0, err
+    with open(path, "rb") as fh:
+        header = pickle.load(fh)
+        streams = joblib.load(fh)
+    assert header["package_version"] == __version__
+    assert header["n_inputs"] == 4 * 2  # --n-lags 4 of the series and of one exog column
+    assert header["exog"] == ["temp"] and header["series"] == ["a"]
+    assert header["settings"]["n_lags"] == 4 and header["settings"]["transform"] == "none"
+    assert header["settings"]["n_components"] == 64 and header["settings"]["model"] == "abo"
+    state = streams["a"]
+    model = state["model"]
+    assert model.n_features_in_ == 8  # fitted, on 4 lags × 2 columns
+    tail = state["tail"]
+    assert tail.end == N  # every value seen
+    assert tail.stats.count == N and tail.exog_stats[0].count == N  # standardisation
+    assert tail.v.shape[0] < 100  # bounded: the last lags and the rows after the boundary
+    np.testing.assert_array_equal(tail.v, data["a"][tail.start:])
+    n_rows = N - ex.first_origin(n_lags=4, transform="none") - 1
+    assert state["n_rows"] == n_rows and state["next_row"] == n_rows // 50 * 50
+
+
+def test_save_is_atomic(tmp_path, data, capsys, monkeypatch):
+    """An interruption while saving leaves the earlier file as it was and no temporary."""
+    path = tmp_path / "m.joblib"
+    path.write_bytes(b"an earlier model")
+
+    def interrupted(obj, fh, *args, **kwargs):
+        fh.write(b"half a model")
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(joblib, "dump", interrupted)
+    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a", *SMALL,
+                          "--no-save", "--save-model", path], capsys)
+    assert status == 130
+    assert path.read_bytes() == b"an earlier model"
+    assert sorted(os.listdir(tmp_path)) == ["all.csv", "m.joblib"]
+
+
+def test_save_path_checked_before_computing(tmp_path, data, capsys, must_not_compute):
+    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a", *SMALL,
+                          "--save-model", tmp_path / "missing" / "m.joblib"], capsys)
+    one_line_error(status, err, "--save-model", "does not exist")
+    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a", *SMALL,
+                          "--save-model", tmp_path], capsys)
+    one_line_error(status, err, "is a directory")
+
+
+@pytest.fixture
+def saved(tmp_path, data, capsys):
+    path = tmp_path / "m.joblib"
+    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a", *SMALL,
+                          "--no-save", "--save-model", path], capsys)
+    assert status == 0, err
+    write_csv(tmp_path / "new.csv", make_columns(seed=1), rows=slice(0, 30))
+    return path
+
+
+def load_argv(tmp_path, path, *flags):
+    return ["--csv", tmp_path / "new.csv", "--load-model", path, "--quiet", "--no-save",
+            *flags]
+
+
+class _Boom:
+    """Unpickling this runs code: it would create the directory ``target``."""
+
+    def __init__(self, target):
+        self.target = target
+
+    def __reduce__(self):
+        return (os.mkdir, (self.target,))
+
+
+def test_load_errors_for_files_that_are_not_models(tmp_path, saved, capsys,
+                                                   must_not_compute):
+    status, _, err = run(load_argv(tmp_path, tmp_path / "nope.joblib"), capsys)
+    one_line_error(status, err, "--load-model: file not found")
+    (tmp_path / "text.joblib").write_text("time,a\n2024-01-01,1\n")
+    status, _, err = run(load_argv(tmp_path, tmp_path / "text.joblib"), capsys)
+    one_line_error(status, err, "not a sklearn-orfit model file")
+    (tmp_path / "dict.pkl").write_bytes(pickle.dumps({"a": 1}))
+    status, _, err = run(load_argv(tmp_path, tmp_path / "dict.pkl"), capsys)
+    one_line_error(status, err, "not a sklearn-orfit model file")
+    joblib.dump(np.arange(3.0), tmp_path / "array.joblib")
+    status, _, err = run(load_argv(tmp_path, tmp_path / "array.joblib"), capsys)
+    one_line_error(status, err, "not a sklearn-orfit model file")
+    # a pickle that would run code is refused without running it
+    target = tmp_path / "created-by-unpickling"
+    (tmp_path / "evil.pkl").write_bytes(pickle.dumps(_Boom(str(target))))
+    status, _, err = run(load_argv(tmp_path, tmp_path / "evil.pkl"), capsys)
+    one_line_error(status, err, "not a sklearn-orfit model file")
+    assert not target.exists()
+    status, _, err = run(load_argv(tmp_path, tmp_path), capsys)
+    one_line_error(status, err, "is a directory")
+
+
+def rewrite_header(path, **changes):
+    with open(path, "rb") as fh:
+        header = pickle.load(fh)
+        rest = fh.read()
+    with open(path, "wb") as fh:
+        pickle.dump({**header, **changes}, fh, protocol=4)
+        fh.write(rest)
+
+
+def test_load_refuses_another_version(tmp_path, saved, capsys, must_not_compute):
+    rewrite_header(saved, package_version="0.0.1")
+    status, _, err = run(load_argv(tmp_path, saved), capsys)
+    one_line_error(status, err, "saved by sklearn-orfit 0.0.1", f"this is sklearn-orfit "
+                   f"{__version__}")
+
+
+def test_load_refuses_a_damaged_file(tmp_path, saved, capsys, must_not_compute):
+    with open(saved, "rb") as fh:
+        pickle.load(fh)
+        cut = fh.tell() + 40
+    with open(saved, "r+b") as fh:
+        fh.truncate(cut)
+    status, _, err = run(load_argv(tmp_path, saved), capsys)
+    one_line_error(status, err, "is damaged")
+
+
+@pytest.mark.parametrize("flags, fragments", [
+    (["--n-lags", 5], ["another number of inputs", "4 inputs", "5 inputs"]),
+    (["--exog", "temp"], ["another number of inputs", "4 inputs", "8 inputs"]),
+    (["--transform", "diff"], ["another transform", "--transform none"]),
+    (["--window-size", 30], ["--window-size 30 conflicts", "--window-size 20"]),
+    (["--model", "orfit"], ["--model orfit conflicts", "--model abo"]),
+    (["--n-components", 128], ["--n-components 128 conflicts"]),
+    (["--column", "a,b"], ["holds the series 'a'", "'a', 'b'"]),
+])
+def test_load_refuses_conflicting_flags(tmp_path, saved, capsys, must_not_compute, flags,
+                                        fragments):
+    status, _, err = run(load_argv(tmp_path, saved, *flags), capsys)
+    one_line_error(status, err, *fragments)
+
+
+def test_load_accepts_agreeing_flags_and_needs_new_values(tmp_path, saved, capsys):
+    status, _, err = run(load_argv(tmp_path, saved, "--n-lags", 4, "--window-size", 20,
+                                   "--transform", "auto"), capsys)
+    assert status == 0, err
+    status, _, err = run(["--load-model", saved, "--quiet", "--no-save"], capsys)
+    one_line_error(status, err, "--load-model continues a stream on new values", "--csv")
+
+
+def test_help_warns_that_loading_runs_code(capsys):
+    with pytest.raises(SystemExit):
+        _cli.main(["forecast", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "runs code" in text and "--load-model" in text and "--save-model" in text
+
+
+# ------------------------------------------------------------------ 4. JSON
+def test_json_is_one_object_and_nothing_else(tmp_path, data, capsys):
+    status, out, err = run(["--csv", tmp_path / "all.csv", "--column", "a", "--n-components",
+                            64, "--window-size", 20, "--n-lags", 4, "--output-dir",
+                            tmp_path / "o", "--no-plot", "--json"], capsys)
+    assert status == 0, err
+    doc = json.loads(out)  # the whole of stdout
+    assert out.count("\n") == 1
+    assert err == ""  # no progress bar either
+    assert doc["command"] == "forecast" and doc["version"] == __version__
+    s = doc["settings"]
+    assert (s["model"], s["n_lags"], s["window_size"], s["n_components"]) == ("abo", 4, 20, 64)
+    assert s["time_column"] == "time" and s["horizon"] == 1
+    (series,) = doc["series"]
+    assert series["name"] == "a" and series["n_scored"] == series["n_forecasts"] - 20
+    for key in ("rmse", "mae", "mase", "skill_last_value", "skill_seasonal_naive",
+                "res_mse", "res_var"):
+        assert isinstance(series[key], float), key
+    assert series["rmse"] == pytest.approx(series["res_mse"] ** 0.5)
+    assert isinstance(series["summary"], str) and series["summary"].endswith(".")
+    assert series["predictions"].endswith("forecast_all_a_abo.csv")
+    pred = read_predictions(series["predictions"])
+    scored = pred["scored"] == "1"
+    err2 = pred["error"].astype(float)[scored] ** 2
+    assert series["res_mse"] == pytest.approx(err2.mean(), rel=1e-12)
+
+
+def test_json_writes_null_for_what_is_undefined(tmp_path, capsys):
+    columns = {"a": make_columns()["a"]}
+    write_csv(tmp_path / "s.csv", columns, time_name=None)
+    doc = run_json(["--csv", tmp_path / "s.csv", *SMALL, "--no-save"], capsys)
+    series = doc["series"][0]
+    assert series["skill_seasonal_naive"] is None and series["beats_seasonal_naive"] is None
+    assert doc["settings"]["season"] is None
+
+
+def test_json_error_is_one_line_on_stderr(tmp_path, data, capsys):
+    status, out, err = run(["--csv", tmp_path / "all.csv", "--column", "zz", "--json"],
+                           capsys)
+    one_line_error(status, err, "'zz' not found")
+    assert out == ""
+
+
+# ------------------------------------------------------------------ 5. several series
+def test_several_columns_each_with_its_own_model(tmp_path, data, capsys):
+    argv = ["--csv", tmp_path / "all.csv", *SMALL, "--no-save"]
+    both = run_json([*argv, "--column", "a,b"], capsys)
+    alone = [run_json([*argv, "--column", c], capsys)["series"][0] for c in ("a", "b")]
+    assert [s["name"] for s in both["series"]] == ["a", "b"]
+    timing = ("seconds", "us_per_update")
+    for got, want in zip(both["series"], alone):
+        assert {k: v for k, v in got.items() if k not in timing} == \
+            {k: v for k, v in want.items() if k not in timing}
+    agg = both["aggregate"]
+    assert "mean of the per-series metrics" in agg["method"]
+    for key in ("rmse", "mae", "mase", "res_mse", "skill_last_value"):
+        assert agg[key] == pytest.approx(np.mean([s[key] for s in alone]), rel=1e-15)
+
+
+def test_column_all_skips_time_exog_and_text_columns(tmp_path, capsys):
+    columns = make_columns()
+    write_csv(tmp_path / "s.csv", columns, extra={"note": ["x"] * N})
+    doc = run_json(["--csv", tmp_path / "s.csv", "--column", "all", "--exog", "temp",
+                    *SMALL, "--no-save"], capsys)
+    assert [s["name"] for s in doc["series"]] == ["a", "b"]
+    assert doc["settings"]["exog"] == ["temp"]
+    assert doc["settings"]["time_column"] == "time"
+
+
+def test_several_series_human_output(tmp_path, data, capsys):
+    status, out, err = run(["--csv", tmp_path / "all.csv", "--column", "all", *SMALL,
+                            "--output-dir", tmp_path / "o"], capsys)
+    assert status == 0, err
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.split()}
+    for name in ("a", "b", "temp", "mean"):
+        assert name in rows and len(rows[name]) == 8
+    assert "mean of the per-series metrics" in out
+    assert sorted(os.listdir(tmp_path / "o")) == [
+        "forecast_all_a_abo.csv", "forecast_all_b_abo.csv", "forecast_all_temp_abo.csv"]
+
+
+@pytest.mark.parametrize("backend", ["loky", "threading"])
+def test_parallel_equals_sequential(tmp_path, data, capsys, backend):
+    argv = ["--csv", tmp_path / "all.csv", "--column", "all", *SMALL, "--no-save"]
+    sequential = run_json(argv, capsys)
+    parallel = run_json([*argv, "--n-jobs", 2, "--backend", backend], capsys)
+    strip = ("seconds", "us_per_update")
+    for a, b in zip(sequential["series"], parallel["series"]):
+        assert {k: v for k, v in a.items() if k not in strip} == \
+            {k: v for k, v in b.items() if k not in strip}
+
+
+def test_column_list_errors(tmp_path, data, capsys, must_not_compute):
+    argv = ["--csv", tmp_path / "all.csv", *SMALL]
+    one_line_error(*run([*argv, "--column", "a,zz"], capsys)[::2], "'zz' not found")
+    one_line_error(*run([*argv, "--column", "a,,b"], capsys)[::2], "empty column name")
+    one_line_error(*run([*argv, "--column", "a,a"], capsys)[::2], "more than once")
+    (tmp_path / "t.csv").write_text("time,note\n2024-01-01,x\n2024-01-02,y\n")
+    one_line_error(*run(["--csv", tmp_path / "t.csv", "--column", "all", *SMALL], capsys)
+                   [::2], "no numeric column")
+
+
+def test_dask_backend_errors(tmp_path, data, capsys, monkeypatch, must_not_compute):
+    argv = ["--csv", tmp_path / "all.csv", "--column", "a,b", *SMALL, "--no-save"]
+    one_line_error(*run([*argv, "--backend", "dask"], capsys)[::2], "needs --scheduler")
+    one_line_error(*run([*argv, "--backend", "loky", "--scheduler", "tcp://x:1"], capsys)
+                   [::2], "--scheduler is for --backend dask")
+    monkeypatch.setitem(__import__("sys").modules, "distributed", None)
+    one_line_error(*run([*argv, "--scheduler", "tcp://127.0.0.1:8786"], capsys)[::2],
+                   "optional packages dask and distributed")
+
+
+def test_unreachable_scheduler(tmp_path, data, capsys, monkeypatch, must_not_compute):
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(_cli, "_SCHEDULER_TIMEOUT", 1)
+    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a,b", *SMALL,
+                          "--no-save", "--backend", "dask", "--scheduler",
+                          "tcp://127.0.0.1:9"], capsys)
+    one_line_error(status, err, "cannot reach the dask scheduler at tcp://127.0.0.1:9",
+                   "within 1 s")
+
+
+# ------------------------------------------------------------------ 6. horizon, exog
+def test_horizon_rows_match_make_lagged_and_map_back_to_levels():
+    """The H-step problem: lags as make_lagged(horizon=H, exog=), the diff target is the
+    change over the horizon, level forecast = level at the origin + predicted change."""
+    rng = np.random.default_rng(3)
+    v = np.cumsum(rng.normal(size=300)) + 50.0
+    e = rng.normal(size=300)
+    H, L = 3, 4
+    p = ex.make_forecast_problem(v, n_lags=L, transform="diff", horizon=H, exog=e)
+    s = np.concatenate(([np.nan], np.diff(v)))
+    m, sd = np.full(300, np.nan), np.full(300, np.nan)
+    m[1:], sd[1:] = ex.past_mean_std(s[1:])
+    me, sde = ex.past_mean_std(e)
+    t0 = ex.first_origin(n_lags=L, transform="diff")
+    z, ze = (s - m) / sd, (e - me) / sde
+    X, _ = make_lagged(z[t0 - L + 1:], L, horizon=H, exog=ze[t0 - L + 1:])
+    np.testing.assert_array_equal(p.X, X)
+    t = t0 + np.arange(p.y.shape[0])
+    np.testing.assert_array_equal(p.index, t + H)
+    # target: the change over the horizon, standardised with what is known at t
+    np.testing.assert_allclose(p.y * sd[t + 1] + H * m[t + 1], v[t + H] - v[t], rtol=1e-12)
+    np.testing.assert_allclose(p.to_units(p.y), v[t + H], rtol=1e-12)
+    np.testing.assert_array_equal(p.persistence, v[t])
+    # log changes: forecast = level · exp(predicted log change)
+    q = ex.make_forecast_problem(v, n_lags=L, transform="logdiff", horizon=H)
+    np.testing.assert_allclose(q.to_units(q.y), v[q.index], rtol=1e-12)
+
+
+def test_horizon_one_is_the_one_step_problem():
+    """horizon=1 gives the rows of the one-step forecast: z[t+1] from z[t..t-L+1]."""
+    v = make_columns()["a"]
+    p = ex.make_forecast_problem(v, n_lags=5, transform="none")
+    mean, std = ex.past_mean_std(v)
+    z = ((v - mean) / std)[2:]
+    X, y = make_lagged(z, 5)
+    np.testing.assert_array_equal(p.X, X)
+    np.testing.assert_array_equal(p.y, y)
+
+
+@pytest.mark.parametrize("chunk", [10_000, 7])
+def test_horizon_uses_delayed_labels(chunk):
+    """Row i is predicted by the model that learned rows < i - (H - 1): the same
+    predictions as prequential_predict(..., delay=H-1): in one chunk exactly, in chunks
+    up to rounding (the solver's block updates are cut elsewhere: ~1e-11 here)."""
+    v = make_columns()["a"]
+    p = ex.make_forecast_problem(v, n_lags=4, horizon=3)
+    kw = {"n_components": 64, "window_size": 20}
+    want = prequential_predict(ex.make_forecast_model("abo", **kw), p.X, p.y, delay=2)
+    got = ex.run_forecast(ex.make_forecast_model("abo", **kw), p, skip=20,
+                          chunk_size=chunk).y_pred
+    if chunk > p.y.shape[0]:
+        np.testing.assert_array_equal(got, want)
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
+    # with no delay the model would have learned labels from the future of the rows
+    leaky = prequential_predict(ex.make_forecast_model("abo", **kw), p.X, p.y)
+    assert not np.allclose(got, leaky)
+
+
+@pytest.mark.parametrize("horizon", [1, 3])
+def test_horizon_forecasts_do_not_look_ahead(tmp_path, capsys, horizon):
+    """Changing the values (and the exog) from position 150 on leaves every forecast of a
+    position < 150 + H unchanged bit for bit; the next ones change."""
+    columns = make_columns()
+    changed = {k: v.copy() for k, v in columns.items()}
+    changed["a"][150:] += 30.0
+    changed["temp"][150:] -= 5.0
+    write_csv(tmp_path / "x.csv", columns)
+    write_csv(tmp_path / "y.csv", changed)
+    for name in ("x", "y"):
+        status, _, err = run(["--csv", tmp_path / f"{name}.csv", "--column", "a", "--exog",
+                              "temp", "--horizon", horizon, "--transform", "diff", *SMALL,
+                              "--output-dir", tmp_path / "o"], capsys)
+        assert status == 0, err
+    fx = forecasts(tmp_path / "o" / "forecast_x_a_abo.csv")
+    fy = forecasts(tmp_path / "o" / "forecast_y_a_abo.csv")
+    before = [p for p in sorted(fx) if p < 150 + horizon]
+    np.testing.assert_array_equal([fx[p] for p in before], [fy[p] for p in before])
+    assert fx[150 + horizon] != fy[150 + horizon]
+
+
+def test_horizon_report_and_persistence(tmp_path, data, capsys):
+    doc = run_json(["--csv", tmp_path / "all.csv", "--column", "a", "--horizon", 4,
+                    *SMALL, "--output-dir", tmp_path / "o"], capsys)
+    (s,) = doc["series"]
+    pred = read_predictions(s["predictions"])
+    pos = pred["position"].astype(int)
+    scored = pred["scored"] == "1"
+    last_value = data["a"][pos - 4]  # known 4 steps before
+    actual = pred["actual"].astype(float)
+    assert s["persistence_res_mse"] == pytest.approx(
+        np.mean((actual - last_value)[scored] ** 2), rel=1e-12)
+    assert pos[0] == ex.first_origin(n_lags=4, transform="none") + 4
+    assert doc["settings"]["horizon"] == 4
+
+
+@pytest.mark.parametrize("h", [0, -1, "x"])
+def test_bad_horizon(tmp_path, data, capsys, must_not_compute, h):
+    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a", "--horizon", h],
+                         capsys)
+    one_line_error(status, err, "--horizon")
+
+
+def test_horizon_longer_than_the_series(tmp_path, data, capsys, must_not_compute):
+    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a", *SMALL,
+                          "--horizon", 500], capsys)
+    one_line_error(status, err, "240 values", "--horizon 500", "at least")
+
+
+def test_exog_errors(tmp_path, data, capsys, must_not_compute):
+    argv = ["--csv", tmp_path / "all.csv", "--column", "a", *SMALL]
+    one_line_error(*run([*argv, "--exog", "humidity"], capsys)[::2],
+                   "--exog column 'humidity' not found", "'temp'")
+    one_line_error(*run([*argv, "--exog", "a"], capsys)[::2], "both forecast and --exog")
+    one_line_error(*run(["--dataset", "abo", "--exog", "x"], capsys)[::2],
+                   "--exog needs --csv")
+    columns = make_columns()
+    columns["temp"][50] = np.nan
+    write_csv(tmp_path / "nan.csv", columns)
+    one_line_error(*run(["--csv", tmp_path / "nan.csv", "--column", "a", "--exog", "temp",
+                         *SMALL], capsys)[::2], "--exog column 'temp'", "line 52")
+
+
+def test_exog_carries_information(tmp_path, capsys):
+    """A target that follows the exog one step later is forecast far better with it."""
+    rng = np.random.default_rng(5)
+    driver = rng.normal(size=N)
+    target = 10.0 + np.concatenate(([0.0], driver[:-1])) + 0.01 * rng.normal(size=N)
+    write_csv(tmp_path / "d.csv", {"y": target, "x": driver})
+    argv = ["--csv", tmp_path / "d.csv", "--column", "y", *SMALL, "--no-save",
+            "--sigma", 0.2]
+    without = run_json(argv, capsys)["series"][0]["rmse"]
+    with_exog = run_json([*argv, "--exog", "x"], capsys)["series"][0]["rmse"]
+    assert with_exog < 0.5 * without
+
+
+def test_human_report_has_the_new_scores(tmp_path, data, capsys):
+    status, out, err = run(["--csv", tmp_path / "all.csv", "--column", "a", *SMALL,
+                            "--no-save"], capsys)
+    assert status == 0, err
+    assert "RMSE" in out and "MAE" in out and "MASE" in out
+    assert "season 24, from the time stamps" in out
+    assert "MSE skill vs the last value" in out
+    assert "The model" in out and "last-value forecast" in out  # the summary sentence
+    rows = [line.split() for line in out.splitlines()
+            if line.split()[:1] in (["forecast"], ["persistence"], ["standardised"])]
+    assert len(rows) == 3 and all(len(r) == 3 for r in rows)  # ResMSE/ResVAR kept
