@@ -1,14 +1,16 @@
 """Prequential (predict-then-update) evaluation of streaming estimators."""
 
+import inspect
+
 import numpy as np
 from sklearn.utils import check_array, check_consistent_length
 
-from ._stream import check_delay
+from ._stream import check_delay, check_stream_sample_weight
 
 __all__ = ["prequential_predict"]
 
 
-def prequential_predict(estimator, X, y, *, delay=0):
+def prequential_predict(estimator, X, y, *, delay=0, sample_weight=None):
     """Predict each row from the state learned on earlier rows, then learn it.
 
     ``ŷ[i]`` is made by ``estimator`` after it has learned rows ``0 .. i-1-delay`` of
@@ -36,6 +38,12 @@ def prequential_predict(estimator, X, y, *, delay=0):
         its features) use ``delay = h − 1``: row ``i``'s label is only observed at the
         time of row ``i + h − 1``, so the rows wait in a queue until their label is
         due. Learning a label as soon as its row is predicted would use the future.
+    sample_weight : float or array-like of shape (n_samples,), default=None
+        Per-row weights ``w_i >= 0`` for what is learned (a scalar is broadcast):
+        passed to the estimator's ``prequential_predict``, or, row by row, to its
+        ``partial_fit(..., sample_weight=...)``. An estimator that takes no weights is a
+        ``ValueError`` (before anything is learned). The predictions are those of the
+        unweighted rows, zero-weight rows included.
 
     Returns
     -------
@@ -73,8 +81,34 @@ def prequential_predict(estimator, X, y, *, delay=0):
     delay = check_delay(delay)
     method = getattr(estimator, "prequential_predict", None)
     if callable(method):
-        return method(X, y, delay=delay) if delay else method(X, y)
-    return _row_by_row(estimator, X, y, delay=delay)
+        kwargs = {"delay": delay} if delay else {}
+        if sample_weight is not None:
+            _check_takes_weights(estimator, method, "prequential_predict")
+            kwargs["sample_weight"] = sample_weight
+        return method(X, y, **kwargs)
+    if sample_weight is not None:
+        _check_takes_weights(estimator, getattr(estimator, "partial_fit", None), "partial_fit")
+    return _row_by_row(estimator, X, y, delay=delay, sample_weight=sample_weight)
+
+
+def _accepts(method, name):
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _check_takes_weights(estimator, method, method_name):
+    """A clear ValueError when ``estimator`` cannot take per-row weights."""
+    reason = getattr(type(estimator), "_sample_weight_unsupported", None)
+    if reason:
+        raise ValueError(f"{type(estimator).__name__} does not accept sample_weight: {reason}")
+    if method is None or not _accepts(method, "sample_weight"):
+        raise ValueError(
+            f"{type(estimator).__name__}.{method_name} does not accept sample_weight, so "
+            "the rows cannot be weighted; call prequential_predict without sample_weight."
+        )
 
 
 def _is_fitted(estimator):
@@ -87,22 +121,30 @@ def _is_fitted(estimator):
     return True
 
 
-def _row_by_row(estimator, X, y, *, delay=0):
+def _row_by_row(estimator, X, y, *, delay=0, sample_weight=None):
     """``predict`` then ``partial_fit`` per row; labels ``delay`` rows late."""
     X = check_array(X, accept_sparse=False, ensure_all_finite=True)
     y = np.asarray(y)
     check_consistent_length(X, y)
     n = X.shape[0]
+    w = check_stream_sample_weight(sample_weight, n)
+
+    def learn(j):
+        if w is None:
+            estimator.partial_fit(X[j : j + 1], y[j : j + 1])
+        else:
+            estimator.partial_fit(X[j : j + 1], y[j : j + 1], sample_weight=w[j : j + 1])
+
     y_pred = np.zeros(y.shape, dtype=np.float64)
     fitted = _is_fitted(estimator)
     for i in range(n):
         j = i - 1 - delay  # the label that has just arrived
         if j >= 0:
-            estimator.partial_fit(X[j : j + 1], y[j : j + 1])
+            learn(j)
             fitted = True
         # invariant: the estimator has learned rows < i − delay of this call
         if fitted:
             y_pred[i] = np.asarray(estimator.predict(X[i : i + 1])).reshape(y_pred[i].shape)
     for j in range(max(0, n - 1 - delay), n):
-        estimator.partial_fit(X[j : j + 1], y[j : j + 1])
+        learn(j)
     return y_pred

@@ -13,13 +13,21 @@ next (predict-then-update). The two pieces here make ``GridSearchCV``,
 """
 
 import copy
+import inspect
 import numbers
 
 import numpy as np
 from sklearn.model_selection import BaseCrossValidator
+from sklearn.utils._metadata_requests import (
+    MetadataRequest,
+    _MetadataRequester,
+    _routing_enabled,
+    get_routing_for_object,
+)
 from sklearn.utils.validation import _num_samples
 
 from ._prequential import prequential_predict
+from ._stream import check_stream_sample_weight
 from .metrics import res_mse, res_var
 
 __all__ = ["PrequentialSplit", "make_prequential_scorer", "validation_test_splits"]
@@ -303,8 +311,49 @@ def _check_can_stream(estimator):
         )
 
 
-class _PrequentialScorer:
-    """Scorer: prequential predictions of a copy of the fitted estimator, then metrics."""
+def _weighted_mean(v, w):
+    """Per-output weighted mean of ``v`` (rows weighted by ``w``), averaged over outputs."""
+    v = v.reshape(v.shape[0], -1)
+    return float(np.mean(w @ v / w.sum()))
+
+
+def _weighted_res_var(e2, w):
+    """Frequency-weighted sample variance of the squared errors, averaged over outputs."""
+    total = w.sum()
+    if not total > 1.0:
+        raise ValueError(
+            "the weighted ResVAR is Σw(e² − m)²/(Σw − 1) (frequency weights, ddof=1): it "
+            f"needs the scored rows' weights to sum above 1, got {total!r}."
+        )
+    e2 = e2.reshape(e2.shape[0], -1)
+    m = w @ e2 / total
+    return float(np.mean(w @ (e2 - m) ** 2 / (total - 1.0)))
+
+
+_WEIGHTED = {
+    "mse": lambda e, w: _weighted_mean(e * e, w),
+    "res_mse": lambda e, w: _weighted_mean(e * e, w),
+    "var": lambda e, w: _weighted_res_var(e * e, w),
+    "res_var": lambda e, w: _weighted_res_var(e * e, w),
+    "rmse": lambda e, w: float(np.sqrt(_weighted_mean(e * e, w))),
+    "mae": lambda e, w: _weighted_mean(np.abs(e), w),
+}
+
+
+def _takes_sample_weight(func):
+    try:
+        params = inspect.signature(func).parameters
+    except (TypeError, ValueError):
+        return False
+    return "sample_weight" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+class _PrequentialScorer(_MetadataRequester):
+    """Scorer: prequential predictions of a copy of the fitted estimator, then metrics.
+
+    Requests ``sample_weight`` for ``score`` like scikit-learn's scorers
+    (``set_score_request(sample_weight=True)``, with metadata routing enabled).
+    """
 
     def __init__(self, metrics, single, skip, delay=0):
         self._metrics = metrics  # name -> (function, greater_is_better)
@@ -312,13 +361,59 @@ class _PrequentialScorer:
         self._skip = skip
         self._delay = delay
 
+    def set_score_request(self, **kwargs):
+        """Request the metadata this scorer takes (``sample_weight``), for routing.
+
+        Only available with metadata routing enabled, as for scikit-learn's scorers.
+
+        Parameters
+        ----------
+        **kwargs : dict
+            ``sample_weight=`` ``True``, ``False``, ``None`` or an alias (str).
+
+        Returns
+        -------
+        self : callable
+            This scorer.
+        """
+        if not _routing_enabled():
+            raise RuntimeError(
+                "This method is only available when metadata routing is enabled. You "
+                "can enable it using sklearn.set_config(enable_metadata_routing=True)."
+            )
+        unknown = sorted(set(kwargs) - {"sample_weight"})
+        if unknown:
+            raise TypeError(
+                f"Unexpected args: {unknown}: a prequential scorer takes only sample_weight."
+            )
+        request = MetadataRequest(owner=self)
+        for param, alias in kwargs.items():
+            request.score.add_request(param=param, alias=alias)
+        self._metadata_request = request
+        return self
+
+    def _get_metadata_request(self):
+        if hasattr(self, "_metadata_request"):
+            return get_routing_for_object(self._metadata_request)
+        # not requested until set_score_request (scikit-learn's convention for scorers)
+        request = MetadataRequest(owner=self)
+        request.score.add_request(param="sample_weight", alias=None)
+        return request
+
     def __call__(self, estimator, X, y_true, sample_weight=None):
-        if sample_weight is not None:
-            raise ValueError("prequential scorers do not support sample_weight.")
         _check_can_stream(estimator)
+        w = check_stream_sample_weight(sample_weight, _num_samples(X))
+        if w is not None:
+            for name, (func, _) in self._metrics.items():
+                builtin = name in _WEIGHTED and func is _METRICS[name][0]
+                if not builtin and not _takes_sample_weight(func):
+                    raise ValueError(
+                        f"The metric {name!r} does not take sample_weight; give it a "
+                        "sample_weight keyword, or score without weights."
+                    )
         # the search keeps the fitted estimator: learn the fold on a copy
         model = copy.deepcopy(estimator)
-        y_pred = prequential_predict(model, X, y_true, delay=self._delay)
+        y_pred = prequential_predict(model, X, y_true, delay=self._delay, sample_weight=w)
         # the first `delay` rows were predicted by a model that had learned labels not
         # yet known at their time (the warm-up's last rows): never scored
         first = self._delay + self._skip
@@ -329,9 +424,22 @@ class _PrequentialScorer:
             )
         y_true = np.asarray(y_true)[first:]
         y_pred = np.asarray(y_pred)[first:]
+        if w is not None:
+            w = w[first:]
+            if not w.sum() > 0:
+                raise ValueError(
+                    "Every scored row of the fold has sample_weight 0: the weighted "
+                    "metrics are undefined."
+                )
+            err = np.asarray(y_true, dtype=np.float64) - np.asarray(y_pred, dtype=np.float64)
         scores = {}
         for name, (func, greater_is_better) in self._metrics.items():
-            value = float(func(y_true, y_pred))
+            if w is None:
+                value = float(func(y_true, y_pred))
+            elif name in _WEIGHTED and func is _METRICS[name][0]:
+                value = _WEIGHTED[name](err, w)
+            else:
+                value = float(func(y_true, y_pred, sample_weight=w))
             scores[name] = value if greater_is_better else -value
         return scores[self._single] if self._single is not None else scores
 
@@ -373,7 +481,8 @@ def make_prequential_scorer(metric="mse", *, greater_is_better=False, skip=0, de
     Returns
     -------
     scorer : callable
-        ``scorer(estimator, X, y) -> float`` (or ``dict`` for several metrics).
+        ``scorer(estimator, X, y, sample_weight=None) -> float`` (or ``dict`` for
+        several metrics).
 
     See Also
     --------
@@ -383,6 +492,21 @@ def make_prequential_scorer(metric="mse", *, greater_is_better=False, skip=0, de
     Notes
     -----
     Cost: one copy of the estimator and one prequential pass over the fold per call.
+
+    With ``sample_weight`` (``w_i >= 0``, one per row of the fold) the fold is streamed
+    with the weights (``prequential_predict(..., sample_weight=w)``: they weight what
+    the model learns) and the metrics are weighted over the scored rows: ``"mse"`` is
+    ``Σ w_i e_i² / Σ w_i``, ``"rmse"`` its square root, ``"mae"`` ``Σ w_i |e_i| / Σ w_i``,
+    ``"var"`` the frequency-weighted sample variance of the squared errors
+    ``Σ w_i (e_i² − m)² / (Σ w_i − 1)`` with ``m`` the weighted ``"mse"`` (integer
+    weights count repeated rows; it needs ``Σ w_i > 1``); several outputs are averaged.
+    A callable metric gets ``sample_weight=`` (one without that keyword is a
+    ``ValueError``). With metadata routing enabled
+    (``sklearn.set_config(enable_metadata_routing=True)``), the scorer requests the
+    weights like scikit-learn's scorers: ``scorer.set_score_request(sample_weight=True)``
+    makes ``GridSearchCV(..., scoring=scorer).fit(X, y, sample_weight=w)`` pass each
+    fold's weights to it (and ``estimator.set_fit_request(sample_weight=True)`` to the
+    warm-up ``fit``).
 
     An estimator that can neither stream a fold (``prequential_predict``) nor learn it
     row by row (``partial_fit``), such as scikit-learn's ``TransformedTargetRegressor``,
