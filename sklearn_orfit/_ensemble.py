@@ -1,6 +1,7 @@
 """Feature-partition ensembles: one sub-model per block of random features (ABO §6.4)."""
 
 import copy
+import inspect
 import os
 from numbers import Integral
 
@@ -16,7 +17,8 @@ from ._prequential import prequential_predict as _prequential_predict
 from ._qr_ewrls import QREWRLSRegressor
 from ._rff import RandomFourierFeatures
 from ._stream import (
-    StreamLockMixin, check_delay, make_private, stream_update, validate_stream,
+    StreamLockMixin, check_delay, check_stream_sample_weight, make_private, stream_update,
+    validate_stream,
 )
 
 __all__ = ["FeaturePartitionEnsemble"]
@@ -51,18 +53,43 @@ def _working_copy(estimator, *, copy_state, parent_pid):
     return work
 
 
-def _partial_fit_partition(*, transformer, estimator, X, y, copy_state, parent_pid):
+def _partial_fit_partition(*, transformer, estimator, X, y, copy_state, parent_pid,
+                           sample_weight=None):
     """Learn the chunk on one partition: ``estimator.partial_fit(block(X), y)``."""
     work = _working_copy(estimator, copy_state=copy_state, parent_pid=parent_pid)
-    work.partial_fit(transformer.transform(X), y)
+    if sample_weight is None:
+        work.partial_fit(transformer.transform(X), y)
+    else:
+        work.partial_fit(transformer.transform(X), y, sample_weight=sample_weight)
     return work
 
 
-def _prequential_partition(*, transformer, estimator, X, y, copy_state, parent_pid, delay=0):
+def _prequential_partition(*, transformer, estimator, X, y, copy_state, parent_pid, delay=0,
+                           sample_weight=None):
     """Predict-then-update over the chunk on one partition, in one call."""
     work = _working_copy(estimator, copy_state=copy_state, parent_pid=parent_pid)
-    y_pred = _prequential_predict(work, transformer.transform(X), y, delay=delay)
+    y_pred = _prequential_predict(work, transformer.transform(X), y, delay=delay,
+                                  sample_weight=sample_weight)
     return work, np.asarray(y_pred, dtype=np.float64)
+
+
+def _check_template_takes_weights(template):
+    """A clear ValueError, before anything learns, if the partitions take no weights."""
+    reason = getattr(type(template), "_sample_weight_unsupported", None)
+    if reason:
+        raise ValueError(f"{type(template).__name__} does not accept sample_weight: {reason}")
+    method = getattr(template, "partial_fit", None)
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        params = {}
+    if "sample_weight" not in params and not any(
+        p.kind is p.VAR_KEYWORD for p in params.values()
+    ):
+        raise ValueError(
+            f"{type(template).__name__}.partial_fit does not accept sample_weight: the "
+            "partitions cannot be weighted."
+        )
 
 
 def _predict_partition(*, transformer, estimator, X):
@@ -283,7 +310,7 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Reset, draw the feature map, then learn the rows of ``X`` in order.
 
         Parameters
@@ -292,17 +319,20 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
             Rows in stream order.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Targets.
+        sample_weight : float or array-like of shape (n_samples,), default=None
+            Per-row weights ``w_i >= 0``, passed to every partition's estimator (which
+            must accept them, e.g. :class:`QREWRLSRegressor`).
 
         Returns
         -------
         self : FeaturePartitionEnsemble
             The fitted ensemble.
         """
-        self._stream(X, y, predict=False, reset=True)
+        self._stream(X, y, predict=False, reset=True, sample_weight=sample_weight)
         return self
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def partial_fit(self, X, y):
+    def partial_fit(self, X, y, sample_weight=None):
         """Learn the rows of ``X`` in order, continuing the stream.
 
         The first call draws the feature map.
@@ -313,17 +343,19 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
             Rows in stream order.
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Targets.
+        sample_weight : float or array-like of shape (n_samples,), default=None
+            Per-row weights, passed to every partition (see :meth:`fit`).
 
         Returns
         -------
         self : FeaturePartitionEnsemble
             The updated ensemble.
         """
-        self._stream(X, y, predict=False, reset=False)
+        self._stream(X, y, predict=False, reset=False, sample_weight=sample_weight)
         return self
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def prequential_predict(self, X, y, *, delay=0):
+    def prequential_predict(self, X, y, *, delay=0, sample_weight=None):
         """Predict each row from the state before it, then learn it (one task per block).
 
         Parameters
@@ -336,6 +368,9 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
             Labels arrive ``delay`` rows late: every partition predicts row ``i`` from
             the state that has learned rows ``< i − delay`` of this call (see
             :func:`~sklearn_orfit.prequential_predict`).
+        sample_weight : float or array-like of shape (n_samples,), default=None
+            Per-row weights, passed to every partition (see :meth:`fit`); the
+            predictions are those of the unweighted rows.
 
         Returns
         -------
@@ -345,7 +380,8 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
             row; 0 for :class:`QREWRLSRegressor`).
         """
         delay = check_delay(delay)
-        return self._stream(X, y, predict=True, reset=False, delay=delay)
+        return self._stream(X, y, predict=True, reset=False, delay=delay,
+                            sample_weight=sample_weight)
 
     def predict(self, X):
         """Mean of the partitions' predictions (no learning).
@@ -427,7 +463,7 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
     def __sklearn_is_fitted__(self):
         return hasattr(self, "estimators_")
 
-    def _stream(self, X, y, *, predict, reset, delay=0):
+    def _stream(self, X, y, *, predict, reset, delay=0, sample_weight=None):
         """One learning call, all-or-nothing (the package's update template).
 
         The partitions learn on working copies (:func:`_working_copy`); the copies are
@@ -442,6 +478,11 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
             else:
                 self._check_params_unchanged()
             X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
+            w = check_stream_sample_weight(sample_weight, X.shape[0], reset=reset)
+            if w is not None:
+                _check_template_takes_weights(
+                    self._estimator_template() if first_call else self.estimators_[0]
+                )
             y = Y[:, 0] if y_ndim == 1 else Y
             n_targets = None if y_ndim == 1 else Y.shape[1]
             if first_call:
@@ -450,9 +491,10 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
                 sub_maps, estimators = self.partition_features_, self.estimators_
 
             task = _partial_fit_partition
-            extra = {}
+            extra = {} if w is None else {"sample_weight": w}
             if predict:
-                task, extra = _prequential_partition, {"delay": delay}
+                task = _prequential_partition
+                extra["delay"] = delay
             # fresh estimators of a first call are already private: no copy needed
             results = Parallel(n_jobs=self.n_jobs)(
                 delayed(task)(
