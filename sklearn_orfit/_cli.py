@@ -237,7 +237,8 @@ def build_parser():
     o.add_argument("--output-dir", default="sklearn-orfit-output", metavar="DIR",
                    help="where the predictions CSV and the figure go "
                    "(default ./sklearn-orfit-output)")
-    o.add_argument("--no-save", action="store_true", help="write no files")
+    o.add_argument("--no-save", action="store_true",
+                   help="write no predictions or figure (--save-model still saves)")
     o.add_argument("--no-plot", action="store_true", help="write no figure")
     o.add_argument("--plot-last", type=_int_at_least(2), default=336, metavar="K",
                    help="values shown in the figure's top panel (default 336)")
@@ -371,20 +372,23 @@ def _time_cell(cell):
 _TIME_HINT = "ISO 8601 dates or date-times are expected, e.g. 2024-01-31 or 2024-01-31T12:00"
 
 
-def _read_csv_table(path, *, columns=None, exog=(), time_column=None, n_rows=None):
+def _read_csv_table(path, *, columns=None, exog=None, time_column=None, n_rows=None):
     """Read the columns a forecast needs from a CSV file, streaming.
 
     ``columns``: ``None`` (the file's only column), ``"all"`` (every numeric column but the
-    time and ``exog`` columns) or a list of names. ``time_column``: a name, or ``None`` to
-    detect one (the first other column whose cells all parse as dates). Only the first
+    time and ``exog`` columns), or names separated by commas (a column whose name holds a
+    comma is named whole), or a list of names; ``exog`` likewise (``None``: none).
+    ``time_column``: a name, or ``None`` to detect one (the first other column whose
+    cells all parse as dates). Only the first
     ``n_rows`` data rows (all when ``None``) are read, so memory stays bounded by what is
     used (8 bytes per value and per line number), whatever the file's size. Records end
     only at ``\\r``, ``\\n`` or ``\\r\\n`` (quoted cells may hold line breaks); blank
     records are skipped; the first non-blank record is the header.
 
-    Returns ``(values, times, time_column, line_numbers)``: ``values`` maps each column
-    read (targets and ``exog``) to its floats (NaN for missing cells), ``times`` is a
-    ``datetime64`` array or ``None``; the line number is that of the record's first line.
+    Returns ``(values, times, time_column, line_numbers, exog)``: ``values`` maps each
+    column read (targets, then ``exog``) to its floats (NaN for missing cells), ``times``
+    is a ``datetime64`` array or ``None``, the line number is that of the record's first
+    line, ``exog`` the exogenous columns' names.
     """
     if not os.path.exists(path):
         raise CLIError(f"file not found: {path}")
@@ -416,7 +420,7 @@ def _read_csv_table(path, *, columns=None, exog=(), time_column=None, n_rows=Non
                 if header is None:
                     header = [c.strip() for c in row]
                     plan = _plan_columns(header, columns, exog, time_column, path)
-                    required, optional, time_candidates = plan
+                    required, optional, time_candidates, exog_names, all_columns = plan
                     values = {j: array.array("d") for j in (*required, *sorted(optional))}
                     stamps = {j: [] for j in time_candidates}
                     continue
@@ -459,7 +463,7 @@ def _read_csv_table(path, *, columns=None, exog=(), time_column=None, n_rows=Non
     if header is None:
         raise CLIError(f"{path} is empty: no row has a non-blank cell (a header row with "
                        "column names is needed)")
-    if columns == "all" and not optional:
+    if all_columns and not optional:
         raise CLIError(f"--column all: {path} has no numeric column to forecast besides "
                        f"the time and --exog columns (columns: {_listing(header)})")
     times, time_name = None, None
@@ -470,21 +474,36 @@ def _read_csv_table(path, *, columns=None, exog=(), time_column=None, n_rows=Non
     if time_column is not None and times is None:
         times, time_name = np.array([], dtype="datetime64[s]"), time_column
     return ({header[j]: np.frombuffer(v, dtype=np.float64) for j, v in values.items()},
-            times, time_name, np.frombuffer(numbers, dtype=np.int64))
+            times, time_name, np.frombuffer(numbers, dtype=np.int64), exog_names)
 
 
 def _listing(header):
     return ", ".join(repr(c) for c in header)
 
 
+def _resolve_names(text, header, flag):
+    """A column name, or names separated by commas (a header name holding a comma is one
+    name); a list passes through."""
+    if text is None or isinstance(text, list):
+        return text
+    if text.strip() in header:
+        return [text.strip()]
+    return _names(text, flag)
+
+
 def _plan_columns(header, columns, exog, time_column, path):
-    """Column indices: ``(required numeric, optional numeric, time-stamp candidates)``."""
+    """Column indices ``(required numeric, optional numeric, time-stamp candidates)``, the
+    exog names and whether every numeric column is wanted (``--column all``)."""
     def index(name, what):
         if name not in header:
             raise CLIError(f"{what}column {name!r} not found in {path} (columns: "
                            f"{_listing(header)})")
         return header.index(name)
 
+    exog = _resolve_names(exog, header, "--exog") or []
+    all_columns = isinstance(columns, str) and columns.strip() == "all" \
+        and "all" not in header
+    columns = "all" if all_columns else _resolve_names(columns, header, "--column")
     exog_j = [index(name, "--exog ") for name in exog]
     time_j = None if time_column is None else index(time_column, "--time-column ")
     if columns is None:
@@ -510,7 +529,7 @@ def _plan_columns(header, columns, exog, time_column, path):
     else:
         used = set(target_j) | set(exog_j)
         candidates = [j for j in range(len(header)) if j not in used]
-    return [*target_j, *exog_j], optional, candidates
+    return [*target_j, *exog_j], optional, candidates, exog, all_columns
 
 
 def _read_csv_column(path, column, n_rows=None):
@@ -518,7 +537,7 @@ def _read_csv_column(path, column, n_rows=None):
 
     Returns ``(values, column, line_numbers)``; see :func:`_read_csv_table`.
     """
-    values, _, _, numbers = _read_csv_table(
+    values, _, _, numbers, _ = _read_csv_table(
         path, columns=None if column is None else [column], time_column=None,
         n_rows=n_rows)
     (name, got), = values.items()
@@ -564,15 +583,10 @@ def _load_input(args):
             raise CLIError(f"{flag} needs --csv")
     n = args.n_rows
     if args.csv is not None:
-        columns = args.column
-        if columns is not None and columns.strip() != "all":
-            columns = _names(columns, "--column")
-        elif columns is not None:
-            columns = "all"
-        exog = [] if args.exog is None else _names(args.exog, "--exog")
         time_column = args.time_column.strip() if args.time_column is not None else None
-        values, times, time_name, line_numbers = _read_csv_table(
-            args.csv, columns=columns, exog=exog, time_column=time_column, n_rows=n)
+        values, times, time_name, line_numbers, exog = _read_csv_table(
+            args.csv, columns=args.column, exog=args.exog, time_column=time_column,
+            n_rows=n)
         stem = os.path.splitext(os.path.basename(args.csv))[0]
         series = {k: v for k, v in values.items() if k not in exog}
         exog_values = (np.column_stack([values[k] for k in exog]) if exog else None)
@@ -974,12 +988,12 @@ def _adopt_saved_settings(args, header, given, path):
         raise CLIError(f"--exog {args.exog} conflicts with --load-model {path}, saved with "
                        f"--exog {','.join(saved_exog)}")
     if saved_exog and args.exog is None:
-        args.exog = ",".join(saved_exog)
+        args.exog = list(saved_exog)
     if args.csv is None:
         raise CLIError("--load-model continues a stream on new values: give them with --csv "
                        "(the values after those the model was saved with)")
     if args.column is None and header.get("source_kind") == "csv":
-        args.column = ",".join(header["series"])
+        args.column = list(header["series"])
     if args.season is None and header.get("season"):
         args.season = header["season"]
 
@@ -1177,7 +1191,7 @@ def _infer_season(times):
         return None, "unreadable time stamps"
     if season is None:
         return None, "no natural cycle for the time stamps' spacing"
-    return season, "from the time stamps"
+    return int(season), "from the time stamps"
 
 
 def _increasing(times):
@@ -1333,7 +1347,7 @@ def _forecast(args, out, given=frozenset()):
             "format": _MODEL_FORMAT, "format_version": _MODEL_FORMAT_VERSION,
             "package_version": __version__, "settings": settings, "series": names,
             "exog": list(data.exog_names), "n_inputs": args.n_lags * (1 + args.n_exog),
-            "skip": skip, "season": season,
+            "skip": int(skip), "season": None if season is None else int(season),
             "source_kind": "csv" if args.csv is not None else "dataset",
         }, {name: o[1] for name, o in zip(names, outcomes)})
         say(f"model: {args.save_model}")
@@ -1362,6 +1376,7 @@ def _forecast(args, out, given=frozenset()):
                           f"{result.res_mse:.4g}; persistence {result.persistence_mse:.4g})",
                     times=None if plot_times is None else plot_times[k],
                     rolling=args.rolling, last=args.plot_last, units=units,
+                    horizon=h,
                 )
             say(f"figure: {png_path}" if drawn else
                 "figure: not drawn (matplotlib is not installed)")

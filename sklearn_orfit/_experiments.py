@@ -588,7 +588,8 @@ def rolling_mean_abs_error(result, window):
         return err, np.where(count >= w - 0.5, total / np.where(count > 0, count, 1.0), np.nan)
 
 
-def plot_forecast(result, path, *, title, times=None, rolling=48, last=None, units=""):
+def plot_forecast(result, path, *, title, times=None, rolling=48, last=None, units="",
+                  horizon=1):
     """Series vs forecast (top, the last ``last`` values) and the rolling error; PNG.
 
     The bottom panel shows the rolling mean absolute error over the whole stream, with
@@ -605,7 +606,8 @@ def plot_forecast(result, path, *, title, times=None, rolling=48, last=None, uni
     fig, axes = plt.subplots(2, 1, figsize=(10, 5.6), gridspec_kw={"height_ratios": [3, 2]})
     axes[0].plot(x[lo:], result.actual[lo:], lw=1.2, color="0.2", label="series")
     axes[0].plot(x[lo:], result.forecast[lo:], lw=1.0, color="tab:orange",
-                 label="one-step-ahead forecast (prequential)")
+                 label=("one-step-ahead" if horizon == 1 else f"{horizon}-step-ahead")
+                 + " forecast (prequential)")
     axes[0].set_title(title, fontsize=10)
     axes[0].set_ylabel(units)
     axes[0].legend(loc="best", fontsize=8)

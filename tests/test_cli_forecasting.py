@@ -725,3 +725,17 @@ def test_human_report_has_the_new_scores(tmp_path, data, capsys):
     rows = [line.split() for line in out.splitlines()
             if line.split()[:1] in (["forecast"], ["persistence"], ["standardised"])]
     assert len(rows) == 3 and all(len(r) == 3 for r in rows)  # ResMSE/ResVAR kept
+
+
+def test_column_names_holding_commas_and_a_column_named_all(tmp_path, capsys):
+    columns = make_columns()
+    named = {"load, MW": columns["a"], "all": columns["b"], "temp": columns["temp"]}
+    write_csv(tmp_path / "s.csv", named)
+    argv = ["--csv", tmp_path / "s.csv", *SMALL, "--no-save"]
+    doc = run_json([*argv, "--column", "load, MW", "--exog", "temp"], capsys)
+    assert [s["name"] for s in doc["series"]] == ["load, MW"]
+    doc = run_json([*argv, "--column", "all"], capsys)  # the column named "all"
+    assert [s["name"] for s in doc["series"]] == ["all"]
+    # a list splits at every comma: such a name cannot be part of a list
+    status, _, err = run([*argv, "--column", "load, MW,temp"], capsys)
+    one_line_error(status, err, "column 'load' not found", "'load, MW'")

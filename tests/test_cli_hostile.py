@@ -61,8 +61,8 @@ def must_not_compute(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("computation started")
 
-    for name in ("make_forecast_model", "make_forecast_problem", "run_forecast",
-                 "double_descent_sweep"):
+    for name in ("make_forecast_model", "make_forecast_problem", "extend_tail",
+                 "problem_from_tail", "run_forecast", "double_descent_sweep"):
         monkeypatch.setattr(ex, name, forbidden)
 
 
