@@ -9,6 +9,7 @@ adds a pipeline whose ``fit`` *is* one pass of ``partial_fit`` over the rows, an
 
 import copy
 import functools
+import inspect
 
 import numpy as np
 from scipy import sparse
@@ -18,8 +19,10 @@ from sklearn.frozen import FrozenEstimator
 from sklearn.pipeline import Pipeline, _name_estimators
 from sklearn.preprocessing import FunctionTransformer
 from sklearn.utils import Bunch, _safe_indexing, get_tags
+from sklearn.utils._metadata_requests import _routing_enabled
 from sklearn.utils._param_validation import Hidden
 from sklearn.utils._set_output import _safe_set_output, _wrap_data_with_container
+from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, process_routing
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import _num_samples, check_is_fitted
 
@@ -29,6 +32,7 @@ from ._stream import (
     StreamingRegressorMixin,
     StreamLockMixin,
     check_delay,
+    check_stream_sample_weight,
     check_target_shape,
     stream_lock,
     stream_update,
@@ -472,7 +476,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
 
     # ------------------------------------------------------------------ learning
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, **params):
         """Reset, then learn the rows of ``X`` in order (as one :meth:`partial_fit`).
 
         Parameters
@@ -481,17 +485,21 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
             Rows in stream order.
         y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
             Targets.
+        **params : dict
+            Metadata for the final estimator's ``partial_fit``: ``sample_weight=w`` or
+            ``<final step>__sample_weight=w``; with metadata routing enabled, the
+            metadata its ``fit`` requests (``set_fit_request``). See Notes.
 
         Returns
         -------
         self : StreamingPipeline
             The fitted pipeline.
         """
-        self._learn(X, y, mode="fit", reset=True)
+        self._learn(X, y, mode="fit", reset=True, params=self._final_params("fit", params))
         return self
 
     @_fit_context(prefer_skip_nested_validation=False)
-    def partial_fit(self, X, y=None):
+    def partial_fit(self, X, y=None, **params):
         """Learn the rows of ``X`` in order, continuing the stream.
 
         Parameters
@@ -500,16 +508,20 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
             Rows in stream order.
         y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
             Targets.
+        **params : dict
+            Metadata for the final estimator's ``partial_fit`` (see :meth:`fit`; with
+            metadata routing enabled, what its ``partial_fit`` requests).
 
         Returns
         -------
         self : StreamingPipeline
             The updated pipeline.
         """
-        self._learn(X, y, mode="fit", reset=False)
+        self._learn(X, y, mode="fit", reset=False,
+                    params=self._final_params("partial_fit", params))
         return self
 
-    def prequential_predict(self, X, y, *, delay=0):
+    def prequential_predict(self, X, y, *, delay=0, sample_weight=None, **params):
         """Predict each row from the state learned on the rows before it, then learn it.
 
         Parameters
@@ -523,6 +535,12 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
             :func:`~sklearn_orfit.prequential_predict`). Only the final estimator
             waits for them: the transformers learn from the inputs, which arrive with
             their rows, so row ``t`` gets the same features whatever the delay.
+        sample_weight : float or array-like of shape (n_samples,), default=None
+            Per-row weights, passed to the final estimator (what it learns; the
+            predictions are those of the unweighted rows). Given directly, not routed.
+        **params : dict
+            ``<final step>__sample_weight=w``, or, with metadata routing enabled,
+            metadata routed as for :meth:`partial_fit`.
 
         Returns
         -------
@@ -533,7 +551,104 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         delay = check_delay(delay)
         if "steps_" not in self.__dict__:
             self._validate_params()
-        return self._learn(X, y, mode="predict", reset=False, delay=delay)
+        final_params = self._final_params("partial_fit", params)
+        if sample_weight is not None:
+            if "sample_weight" in final_params:
+                raise ValueError(
+                    "sample_weight given twice (sample_weight= and through the final "
+                    "step's parameters)."
+                )
+            final_params["sample_weight"] = sample_weight
+        unknown = sorted(set(final_params) - {"sample_weight"})
+        if unknown:
+            raise ValueError(
+                f"prequential_predict passes only sample_weight to the final estimator, "
+                f"got {unknown}."
+            )
+        return self._learn(X, y, mode="predict", reset=False, delay=delay, params=final_params)
+
+    def _final_params(self, method, params):
+        """The metadata of a learning call that go to the final estimator.
+
+        Streaming transformers take none. Without metadata routing: ``sample_weight``
+        and ``<final step>__<name>``; with routing enabled, what the final step
+        requests for ``method`` (:meth:`get_metadata_routing`).
+        """
+        if not params:
+            return {}
+        steps = self.steps
+        final_name = steps[-1][0]
+        if _routing_enabled():
+            routed = process_routing(self, method, **params)
+            for name, _ in steps[:-1]:
+                got = {k: v for d in routed.get(name, {}).values() for k, v in d.items()}
+                if got:
+                    raise ValueError(
+                        f"Step {name!r} is a streaming transformer: it takes no metadata, "
+                        f"got {sorted(got)}."
+                    )
+            return dict(routed.get(final_name, {}).get(method, {}))
+        out = {}
+        for key, value in params.items():
+            if "__" not in key:
+                if key != "sample_weight":
+                    raise ValueError(
+                        f"StreamingPipeline.{method} does not accept the {key} parameter: "
+                        "pass sample_weight=..., or parameters of the final step as "
+                        f"{final_name}__<parameter>."
+                    )
+                name, param = final_name, key
+            else:
+                name, param = key.split("__", 1)
+            if name != final_name:
+                raise ValueError(
+                    f"{key}: only the final step ({final_name!r}) takes parameters in a "
+                    "streaming pipeline (the transformers learn from the inputs alone)."
+                )
+            if param in out:
+                raise ValueError(f"{param} given twice for the final step {final_name!r}.")
+            out[param] = value
+        return out
+
+    def get_metadata_routing(self):
+        """Metadata routing of the pipeline (scikit-learn's metadata routing).
+
+        The final step gets what its ``fit`` requests in :meth:`fit` (passed to its
+        ``partial_fit``, which a streaming fit is), and what its ``partial_fit``
+        requests in :meth:`partial_fit`; the transformers are routed as in
+        :class:`~sklearn.pipeline.Pipeline` and must request nothing.
+
+        Returns
+        -------
+        routing : MetadataRouter
+            The routing information.
+        """
+        router = MetadataRouter(owner=self)
+        steps = self.steps
+        for name, trans in steps[:-1]:
+            if _is_skipped(trans):
+                continue
+            mapping = MethodMapping()
+            for caller in ("fit", "partial_fit"):
+                callee = "partial_fit" if hasattr(trans, "partial_fit") else "fit"
+                mapping.add(caller=caller, callee=callee)
+            for caller in ("predict", "transform", "score"):
+                mapping.add(caller=caller, callee="transform")
+            router.add(method_mapping=mapping, **{name: trans})
+        final_name, final = steps[-1]
+        if _is_skipped(final):
+            return router
+        mapping = (
+            MethodMapping()
+            .add(caller="fit", callee="fit")
+            .add(caller="partial_fit", callee="partial_fit")
+            .add(caller="predict", callee="predict")
+            .add(caller="score", callee="score")
+        )
+        if hasattr(final, "transform"):
+            mapping.add(caller="transform", callee="transform")
+        router.add(method_mapping=mapping, **{final_name: final})
+        return router
 
     @available_if(_final_has("transform"))
     def prequential_transform(self, X, y=None):
@@ -589,7 +704,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
 
     _atomic_updates = True  # see _is_atomic: every learning call is all-or-nothing
 
-    def _learn(self, X, y, *, mode, reset, delay=0):
+    def _learn(self, X, y, *, mode, reset, delay=0, params=None):
         """One learning call of the whole chain, all-or-nothing.
 
         ``mode`` is ``"fit"`` (:meth:`partial_fit`), ``"predict"``
@@ -617,18 +732,20 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
                     X = self._as_array(X)
                     if mode != "transform":
                         self._check_targets(X, y, final)
+                    params = self._check_final_params(final_name, final, mode, X, params,
+                                                      reset=reset)
                     undo = None if fresh else []
                     Xt = self._stream_transformers(X, undo)
                     if not _is_skipped(final) and _is_atomic(final):
                         last = (final, dict(final.__dict__))
                     if mode == "predict":
                         self._keep(final, undo, last=True)
-                        out = _prequential_predict(final, Xt, y, delay=delay)
+                        out = _prequential_predict(final, Xt, y, delay=delay, **params)
                     elif _is_skipped(final):
                         out = Xt
                     elif mode == "fit" and hasattr(final, "partial_fit"):
                         self._keep(final, undo, last=True)
-                        out = final.partial_fit(Xt, y)
+                        out = final.partial_fit(Xt, y, **params)
                     else:
                         self._keep(final, undo, last=True)
                         out = _stream_one_step(final_name, final, Xt)
@@ -643,6 +760,38 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
                         _restore(step, saved)
                 raise
         return out
+
+    @staticmethod
+    def _check_final_params(name, final, mode, X, params, *, reset):
+        """The final step's metadata, checked before any step learns (weights validated:
+        numbers, finite, >= 0, one per row; the final step must take them)."""
+        if not params:
+            return {}
+        if _is_skipped(final) or (mode == "fit" and not hasattr(final, "partial_fit")):
+            raise ValueError(
+                f"The final step {name!r} does not learn with partial_fit: it takes no "
+                f"parameters, got {sorted(params)}."
+            )
+        params = dict(params)
+        if params.get("sample_weight") is not None:
+            params["sample_weight"] = check_stream_sample_weight(
+                params["sample_weight"], _num_samples(X), estimator=final, reset=reset
+            )
+            method = final.prequential_predict if (
+                mode == "predict" and callable(getattr(final, "prequential_predict", None))
+            ) else final.partial_fit
+            try:
+                names = inspect.signature(method).parameters
+            except (TypeError, ValueError):
+                names = {}
+            if "sample_weight" not in names and not any(
+                p.kind is p.VAR_KEYWORD for p in names.values()
+            ):
+                raise ValueError(
+                    f"The final step {name!r} ({type(final).__name__}) does not accept "
+                    "sample_weight."
+                )
+        return params
 
     @staticmethod
     def _keep(step, undo, *, last=False):

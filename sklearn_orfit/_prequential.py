@@ -52,7 +52,10 @@ def prequential_predict(estimator, X, y, *, delay=0, sample_weight=None):
 
     Notes
     -----
-    The row-by-row fallback costs one ``predict`` and one ``partial_fit`` call per row.
+    The row-by-row fallback costs one ``predict`` and one ``partial_fit`` call per row
+    (with weights: ``partial_fit(x, y, sample_weight=[w])``; a zero-weight row is
+    predicted but not passed to ``partial_fit``, since it contributes nothing and
+    scikit-learn's estimators refuse a call whose weights are all zero).
     With ``delay > 0`` the package's estimators learn one row at a time on a private
     copy of their state, committed at the end of the call (so a failure leaves them as
     they were): one prediction and one single-row update per row, instead of their
@@ -130,18 +133,23 @@ def _row_by_row(estimator, X, y, *, delay=0, sample_weight=None):
     w = check_stream_sample_weight(sample_weight, n)
 
     def learn(j):
+        """Learn row ``j``; whether the estimator has learned something now."""
         if w is None:
             estimator.partial_fit(X[j : j + 1], y[j : j + 1])
-        else:
+        elif w[j] > 0:
             estimator.partial_fit(X[j : j + 1], y[j : j + 1], sample_weight=w[j : j + 1])
+        else:
+            # a zero-weight row contributes nothing (scikit-learn's estimators refuse a
+            # call whose weights are all zero): skipped
+            return False
+        return True
 
     y_pred = np.zeros(y.shape, dtype=np.float64)
     fitted = _is_fitted(estimator)
     for i in range(n):
         j = i - 1 - delay  # the label that has just arrived
         if j >= 0:
-            learn(j)
-            fitted = True
+            fitted = learn(j) or fitted
         # invariant: the estimator has learned rows < i − delay of this call
         if fitted:
             y_pred[i] = np.asarray(estimator.predict(X[i : i + 1])).reshape(y_pred[i].shape)
