@@ -396,6 +396,17 @@ class ORFitRegressor(
 
     Notes
     -----
+    **Per-row weights** (``sample_weight``) are not accepted: ORFit fits each row
+    exactly (the smallest change of the parameters that interpolates it, orthogonal to
+    the stored gradients), so a positive weight would change nothing, and the only
+    least-squares step (a batch whose rows the memory already spans, see
+    :class:`~sklearn_orfit.exceptions.SpannedBatchWarning`) is a fallback, not an
+    objective that weights could honestly multiply. ``fit`` and ``partial_fit`` take no
+    ``sample_weight``; :func:`~sklearn_orfit.prequential_predict`,
+    :class:`StreamingPipeline` and :class:`FeaturePartitionEnsemble` raise ``ValueError``
+    when given weights for it. Use :class:`QREWRLSRegressor` (windowed least squares,
+    weighted exactly) for per-row weights.
+
     **Cost.** A step on a batch of ``n`` rows with ``k`` stored directions: the
     projection ``C = X_b Bᵀ``, ``X̃ = X_b − C B`` (classical Gram–Schmidt, ``O(p·k·n)``,
     doubled for rows that need the second pass) and the weight update ``O(p·n·c)``. A
@@ -483,6 +494,12 @@ class ORFitRegressor(
     >>> y_pred.shape
     (20,)
     """
+
+    _sample_weight_unsupported = (
+        "ORFit fits each row exactly (the minimum-norm change that interpolates it), so "
+        "per-row weights have no least-squares objective to multiply; use "
+        "QREWRLSRegressor (windowed weighted least squares) for per-row weights."
+    )
 
     _parameter_constraints: dict = {
         "memory_size": [Interval(Integral, 0, None, closed="left"), None],

@@ -12,11 +12,11 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import blas, lapack
-from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._stream import StreamingRegressorMixin, check_stream_params, on_rollback
+from ._stream import StreamingRegressorMixin, check_delay, check_stream_params, on_rollback
 
 __all__ = ["SlidingWindowKRLSRegressor"]
 
@@ -119,6 +119,14 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     sequential, so :meth:`prequential_predict` is a loop over rows (validation is done
     once per call, kernel evaluations once per block of rows). There is no intercept:
     centre ``y``.
+
+    **Per-row weights** (``sample_weight``) are not accepted: the weighted kernel ridge
+    problem ``(K + αW⁻¹) a = y`` changes the diagonal of the carried inverse per slot
+    (``1 + α/w_i``, infinite for a zero weight) and the bounds its rounding checks rely
+    on, which this recursion does not implement. :func:`~sklearn_orfit.prequential_predict`,
+    :class:`StreamingPipeline` and :class:`FeaturePartitionEnsemble` raise ``ValueError``
+    when given weights for it; use :class:`QREWRLSRegressor` on
+    :class:`RandomFourierFeatures` (weighted exactly) instead.
 
     **Hostile inputs.** The kernel is computed without overflow at every scale: a
     distance whose square overflows is infinite (kernel 0), and a length scale beyond
@@ -274,6 +282,74 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
                 f"would be rounding noise. Use alpha >= {floor:.3g} (and well above it, "
                 "e.g. 1e-6, if rows may repeat with different targets)."
             )
+
+    _sample_weight_unsupported = (
+        "the weighted kernel ridge problem (K + αW⁻¹)a = y is not implemented by the "
+        "SW-KRLS recursion; use QREWRLSRegressor on RandomFourierFeatures for per-row "
+        "weights."
+    )
+
+    # the mixin's learning calls without sample_weight (scikit-learn's sample-weight
+    # checks then do not apply)
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Reset, then learn the rows of ``X`` in order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        self : SlidingWindowKRLSRegressor
+            The fitted estimator.
+        """
+        self._partial_fit(X, y, predict=False, reset=True)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y):
+        """Learn the rows of ``X`` in order, continuing the stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        self : SlidingWindowKRLSRegressor
+            The updated estimator.
+        """
+        self._partial_fit(X, y, predict=False, reset=False)
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def prequential_predict(self, X, y, *, delay=0):
+        """Predict each row from the state before it, then learn it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+        delay : int, default=0
+            Labels arrive ``delay`` rows late (see
+            :func:`~sklearn_orfit.prequential_predict`).
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            ``y_pred[i]`` from the state after rows ``< i − delay`` (0 before the first
+            row of a stream).
+        """
+        return self._partial_fit(X, y, predict=True, reset=False, delay=check_delay(delay))
 
     def _learn(self, X, Y, *, predict):
         N, alpha, s2 = self.window_size, float(self.alpha), float(self.length_scale)
