@@ -17,8 +17,8 @@ from ._prequential import prequential_predict as _prequential_predict
 from ._qr_ewrls import QREWRLSRegressor
 from ._rff import RandomFourierFeatures
 from ._stream import (
-    StreamLockMixin, check_delay, check_stream_sample_weight, make_private, stream_update,
-    validate_stream,
+    StreamLockMixin, check_delay, check_stream_sample_weight, expected_failed_checks,
+    make_private, stream_update, validate_stream,
 )
 
 __all__ = ["FeaturePartitionEnsemble"]
@@ -410,6 +410,11 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
         tags.target_tags.multi_output = sub.target_tags.multi_output
         tags.regressor_tags.poor_score = sub.regressor_tags.poor_score
         return tags
+
+    def _expected_failed_checks(self):
+        """scikit-learn checks the partitions' model fails, with the reason (see
+        :func:`sklearn_orfit._stream.expected_failed_checks`)."""
+        return expected_failed_checks(self._estimator_template())
 
     # ------------------------------------------------------------------ internals
     def _estimator_template(self):

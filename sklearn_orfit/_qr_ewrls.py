@@ -138,6 +138,20 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
     When the weighted window has full row rank (generic for ``D ≥ N``), every residual is
     zero whatever the weights, so ``β_t`` does not depend on ``λ``; this holds to rounding.
 
+    **Per-row weights.** ``sample_weight`` (``w_i >= 0``, in :meth:`fit`,
+    :meth:`partial_fit` and :meth:`prequential_predict`) multiplies each row's forgetting
+    weight: the window's solution minimises ``Σ_i λ^(t−i) w_i (y_i − z_iᵀβ)² + α‖β‖²``
+    (minimum norm among the minimisers when ``α = 0``). The solver is handed
+    ``√w_i z_i`` and ``√w_i y_i``, so every route above stays exact; the prequential
+    prediction of a row is that of the unweighted row ``z_i·β``. A zero-weight row
+    still takes its slot (the window is the last ``N`` rows by count) but contributes
+    nothing; its prediction is still made (the call is split there, one extra solver
+    call per zero-weight row). ``condition_number_`` and ``rank_`` are those of the
+    window with these weights. Uniform weights ``c`` are no weights when ``α = 0``
+    (with a ridge they act as ``α/c``). Integer weights equal repeated rows only when
+    ``λ = 1`` and the window holds every row of the stream: repeats take window slots
+    and push older rows out, and with ``λ < 1`` the copies of a row get different ages.
+
     References
     ----------
     ABO: "Adaptive Benign Overfitting (ABO): Overparameterized RLS for Online Learning in

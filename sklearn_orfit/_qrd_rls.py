@@ -72,6 +72,14 @@ class QRDRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
 
     Notes
     -----
+    ``sample_weight`` (``w_i >= 0``, in :meth:`fit`, :meth:`partial_fit` and
+    :meth:`prequential_predict`) multiplies each row's forgetting weight: the window's
+    ridge solution minimises ``Σ_i λ^(t−i) w_i (y_i − x_iᵀβ)² + α‖β‖²``. The recursion is
+    handed ``√w_i x_i`` and ``√w_i y_i`` (the window's raw rows are stored scaled); the
+    prequential prediction of a row is that of the unweighted row. A zero-weight row
+    takes its window slot but contributes nothing. Integer weights are not repeated
+    rows for a sliding window (repeats take slots and push older rows out).
+
     Per row, with ``d`` features and ``c`` targets: ``d`` Givens rotations of rows of
     length ``≤ d + c`` for the new row, one triangular solve and ``d`` rotations for the
     oldest row, and one triangular solve for ``β``, i.e. ``O(d·(d + c))``. With

@@ -33,6 +33,7 @@ __all__ = [
     "check_delay",
     "check_stream_params",
     "check_stream_sample_weight",
+    "expected_failed_checks",
     "commit_copy",
     "detached",
     "learn_with_delay",
@@ -538,6 +539,28 @@ class OneRowPredictMixin:
         return x @ self.coef_
 
 
+#: scikit-learn's check that integer weights equal repeated rows, and why a model of a
+#: stream with a window or forgetting fails it
+SAMPLE_WEIGHT_EQUIVALENCE_REASON = (
+    "integer weights equal repeated rows only for a model of the whole history without "
+    "forgetting (λ = 1, and a window holding every row); the check repeats each row in "
+    "place and shuffles the weighted rows: repeats take window slots (the window is "
+    "the last N rows by count) and push older rows out, with λ < 1 the copies of a row "
+    "get different ages, and a stream's solution depends on the order of its rows"
+)
+
+
+def expected_failed_checks(estimator):
+    """scikit-learn estimator checks ``estimator`` is expected to fail, with the reason.
+
+    For ``parametrize_with_checks(..., expected_failed_checks=expected_failed_checks)``:
+    the estimator's ``_expected_failed_checks()`` (a dict check name → mathematical
+    reason), or ``{}``.
+    """
+    method = getattr(estimator, "_expected_failed_checks", None)
+    return dict(method()) if callable(method) else {}
+
+
 class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
     """``fit``, ``partial_fit``, ``prequential_predict``, ``learn_one`` and ``predict``.
 
@@ -565,6 +588,12 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
     #: Why per-row weights have no meaning for a subclass (a message), or None: then
     #: any ``sample_weight`` is a ValueError saying so.
     _sample_weight_unsupported = None
+
+    def _expected_failed_checks(self):
+        """scikit-learn checks this model cannot pass, with the mathematical reason."""
+        if self._sample_weight_unsupported:
+            return {}
+        return {"check_sample_weight_equivalence_on_dense_data": SAMPLE_WEIGHT_EQUIVALENCE_REASON}
 
     def _partial_fit(self, X, y, *, predict, reset, delay=0, sample_weight=None):
         """Validate the whole call, then learn it; on any error the state is unchanged."""
