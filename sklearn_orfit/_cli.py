@@ -144,8 +144,8 @@ def build_parser():
     src.add_argument("--csv", metavar="FILE", default=None, action=_Once,
                      help="CSV file with a header row (delimiter , ; tab or | detected)")
     src.add_argument("--column", metavar="NAME[,NAME...]|all", default=None, action=_Once,
-                     help="column(s) of --csv to forecast (optional when there is one "
-                     "column): a name, a comma-separated list, or 'all' (every numeric "
+                     help="column(s) of --csv to forecast (optional when one column "
+                     "besides the time and --exog columns is numeric): a name, a comma-separated list, or 'all' (every numeric "
                      "column except the time and --exog columns); each series gets its "
                      "own model")
     src.add_argument("--time-column", metavar="NAME", default=None, action=_Once,
@@ -375,7 +375,8 @@ _TIME_HINT = "ISO 8601 dates or date-times are expected, e.g. 2024-01-31 or 2024
 def _read_csv_table(path, *, columns=None, exog=None, time_column=None, n_rows=None):
     """Read the columns a forecast needs from a CSV file, streaming.
 
-    ``columns``: ``None`` (the file's only column), ``"all"`` (every numeric column but the
+    ``columns``: ``None`` (the file's only numeric column besides the time and ``exog``
+    columns), ``"all"`` (every numeric column but the
     time and ``exog`` columns), or names separated by commas (a column whose name holds a
     comma is named whole), or a list of names; ``exog`` likewise (``None``: none).
     ``time_column``: a name, or ``None`` to detect one (the first other column whose
@@ -420,7 +421,7 @@ def _read_csv_table(path, *, columns=None, exog=None, time_column=None, n_rows=N
                 if header is None:
                     header = [c.strip() for c in row]
                     plan = _plan_columns(header, columns, exog, time_column, path)
-                    required, optional, time_candidates, exog_names, all_columns = plan
+                    required, optional, time_candidates, exog_names, mode = plan
                     values = {j: array.array("d") for j in (*required, *sorted(optional))}
                     stamps = {j: [] for j in time_candidates}
                     continue
@@ -463,7 +464,10 @@ def _read_csv_table(path, *, columns=None, exog=None, time_column=None, n_rows=N
     if header is None:
         raise CLIError(f"{path} is empty: no row has a non-blank cell (a header row with "
                        "column names is needed)")
-    if all_columns and not optional:
+    if mode == "one" and len(optional) != 1:
+        raise CLIError(f"{path} has {len(header)} columns ({_listing(header)}); choose "
+                       "one with --column (several: --column a,b or --column all)")
+    if mode == "all" and not optional:
         raise CLIError(f"--column all: {path} has no numeric column to forecast besides "
                        f"the time and --exog columns (columns: {_listing(header)})")
     times, time_name = None, None
@@ -493,7 +497,8 @@ def _resolve_names(text, header, flag):
 
 def _plan_columns(header, columns, exog, time_column, path):
     """Column indices ``(required numeric, optional numeric, time-stamp candidates)``, the
-    exog names and whether every numeric column is wanted (``--column all``)."""
+    exog names and the mode: ``"all"`` (every numeric column, ``--column all``),
+    ``"one"`` (the only numeric one, no ``--column``) or ``"named"``."""
     def index(name, what):
         if name not in header:
             raise CLIError(f"{what}column {name!r} not found in {path} (columns: "
@@ -506,12 +511,10 @@ def _plan_columns(header, columns, exog, time_column, path):
     columns = "all" if all_columns else _resolve_names(columns, header, "--column")
     exog_j = [index(name, "--exog ") for name in exog]
     time_j = None if time_column is None else index(time_column, "--time-column ")
-    if columns is None:
-        if len(header) != 1:
-            raise CLIError(f"{path} has {len(header)} columns ({_listing(header)}); choose "
-                           "one with --column (several: --column a,b or --column all)")
+    if columns is None and len(header) == 1:
         columns = [header[0]]
-    if columns == "all":
+    mode = "one" if columns is None else "all" if columns == "all" else "named"
+    if mode != "named":
         target_j = []
         optional = {j for j in range(len(header)) if j not in exog_j and j != time_j}
     else:
@@ -529,7 +532,7 @@ def _plan_columns(header, columns, exog, time_column, path):
     else:
         used = set(target_j) | set(exog_j)
         candidates = [j for j in range(len(header)) if j not in used]
-    return [*target_j, *exog_j], optional, candidates, exog, all_columns
+    return [*target_j, *exog_j], optional, candidates, exog, mode
 
 
 def _read_csv_column(path, column, n_rows=None):

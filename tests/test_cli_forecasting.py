@@ -739,3 +739,37 @@ def test_column_names_holding_commas_and_a_column_named_all(tmp_path, capsys):
     # a list splits at every comma: such a name cannot be part of a list
     status, _, err = run([*argv, "--column", "load, MW,temp"], capsys)
     one_line_error(status, err, "column 'load' not found", "'load, MW'")
+
+
+def test_the_one_numeric_column_besides_the_time_needs_no_column_flag(tmp_path, capsys):
+    write_csv(tmp_path / "s.csv", {"a": make_columns()["a"]}, extra={"note": ["x"] * N})
+    doc = run_json(["--csv", tmp_path / "s.csv", *SMALL, "--no-save"], capsys)
+    assert [s["name"] for s in doc["series"]] == ["a"]
+    assert doc["settings"]["time_column"] == "time"
+
+
+def test_bundled_series_continued_from_a_csv(tmp_path, capsys):
+    """A model saved on the bundled electricity demand continues on the next values
+    given as a CSV file (time stamps included): the uninterrupted run's forecasts."""
+    from sklearn_orfit.datasets import load_electricity_demand
+
+    bunch = load_electricity_demand()
+    with open(tmp_path / "next.csv", "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(["time", "demand"])
+        for t, v in zip(bunch.timestamps[300:420], bunch.data[300:420]):
+            w.writerow([str(t), repr(float(v))])
+    status, _, err = run(["--n-rows", 420, *SMALL, "--output-dir", tmp_path / "one"],
+                         capsys)
+    assert status == 0, err
+    status, _, err = run(["--n-rows", 300, *SMALL, "--no-save", "--save-model",
+                          tmp_path / "m"], capsys)
+    assert status == 0, err
+    status, _, err = run(["--csv", tmp_path / "next.csv", "--load-model", tmp_path / "m",
+                          "--quiet", "--no-plot", "--output-dir", tmp_path / "two"], capsys)
+    assert status == 0, err
+    whole = read_predictions(tmp_path / "one" / "forecast_electricity_abo.csv")
+    rest = read_predictions(tmp_path / "two" / "forecast_next_demand_abo.csv")
+    tail = whole["position"].astype(int) >= 300
+    for key in ("position", "time", "forecast"):
+        np.testing.assert_array_equal(rest[key], whole[key][tail])
