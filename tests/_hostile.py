@@ -1,4 +1,4 @@
-"""Helpers shared by the hostile-input and contract tests: a small stream, the learning
+"""Helpers shared by the hostile-input and contract tests: small streams, the learning
 and output calls of regressors and transformers alike, and line-level interruptions."""
 
 import sys
@@ -12,6 +12,13 @@ def stream(n=90, d=5, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     return X, np.sin(X @ rng.normal(size=d)) + 0.1 * rng.normal(size=n)
+
+
+def gaussian_stream(n=20, p=40, *, n_targets=None, seed=0):
+    """``n`` rows of ``p`` standard normal features and standard normal targets."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, p))
+    return X, rng.normal(size=n if n_targets is None else (n, n_targets))
 
 
 def learn(est, X, y):

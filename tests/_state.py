@@ -9,6 +9,12 @@ import pickle
 
 import numpy as np
 
+def canonical_pickle(est):
+    """The pickled state in a canonical form (buffers trimmed as after a round trip):
+    equal bytes, equal state."""
+    return pickle.dumps(pickle.loads(pickle.dumps(est)))
+
+
 # a lock held for concurrent calls is not state (created on first use)
 _NOT_STATE = frozenset({"_stream_lock"})
 

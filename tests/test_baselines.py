@@ -13,6 +13,7 @@ accumulate without correction), so a fixed bound is meaningful only on a control
 """
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
@@ -26,6 +27,8 @@ from sklearn_orfit import (
     SlidingWindowKRLSRegressor,
     prequential_predict,
 )
+from _hostile import gaussian_stream
+from _state import assert_same_state, canonical_pickle
 
 RTOL = 1e-9
 
@@ -83,17 +86,6 @@ def _stream(n, d, *, n_targets=None, seed=0):
     noise = rng.normal(size=(n,) if n_targets is None else (n, n_targets))
     y = np.sin(X @ W) + X @ W + 0.05 * noise
     return X, y
-
-
-def _assert_state_equal(a, b):
-    # the pickled state (a lock held for concurrent calls is not state)
-    va, vb = a.__getstate__(), b.__getstate__()
-    assert va.keys() == vb.keys()
-    for key in va:
-        if isinstance(va[key], np.ndarray):
-            assert_array_equal(va[key], vb[key], err_msg=key)
-        else:
-            assert va[key] == vb[key], key
 
 
 # ------------------------------------------------------------------ scikit-learn API
@@ -301,7 +293,7 @@ def test_bad_input_is_rejected_atomically(make):
     for call in bad_calls:
         with pytest.raises(ValueError):
             call()
-        _assert_state_equal(reg, before)
+        assert_same_state(reg, before, pickled=True)
     # and the stream continues as if nothing happened
     assert_array_equal(reg.prequential_predict(X[20:], y[20:]),
                        before.prequential_predict(X[20:], y[20:]))
@@ -325,3 +317,94 @@ def test_multi_target_equals_one_target_at_a_time(make):
     for j in range(2):
         assert_allclose(Y_pred[:, j], make().prequential_predict(X, Y[:, j]), rtol=1e-12,
                         atol=1e-14)
+
+
+# ------------------------------------------------------------------ hostile inputs
+# tiny ridges, duplicate rows and rows at 1e±300 give a finite model or a clear
+# ValueError that changes nothing (set_params mid-stream: tests/test_contracts.py).
+
+
+def _duplicates(seed=13):
+    rng = np.random.default_rng(seed)
+    X = np.repeat(rng.normal(size=(30, 3)), 2, axis=0)
+    return X, np.sin(X[:, 0]) + 0.1 * rng.normal(size=60)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda a: QRDRLSRegressor(10, alpha=a), id="qrd"),
+        pytest.param(lambda a: QRDRLSRegressor(10, alpha=a, forgetting_factor=0.9), id="qrd-lam"),
+        pytest.param(lambda a: EWRLSRegressor(delta=a), id="ewrls"),
+        pytest.param(lambda a: EWRLSRegressor(delta=a, forgetting_factor=0.9), id="ewrls-lam"),
+    ],
+)
+@pytest.mark.parametrize("tiny", [5e-324, 1e-300, 1e-100, 1e-20])
+@pytest.mark.parametrize("scale", [1.0, 1e300, 1e-300])
+def test_baselines_tiny_ridge_on_duplicates_never_nan(make, tiny, scale):
+    # EW-RLS went NaN (δ = 5e-324: P = δ⁻¹I = inf; δ = 1e-300 with repeated rows: P·z
+    # overflowed) and silently skipped rows whose zᵀPz overflowed; QRD-RLS went inf on
+    # coefficients beyond the float64 range. Now: finite, or a clear ValueError that
+    # changes nothing.
+    X, y = _duplicates()
+    X = X * scale
+    reg = make(tiny)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        try:
+            reg.fit(X[:4], y[:4])
+        except ValueError as exc:  # a start that is impossible: the parameter is named
+            assert "delta=" in str(exc) or "overflowed" in str(exc), exc
+            return
+        before = canonical_pickle(reg)
+        try:
+            y_pred = reg.prequential_predict(X[4:], y[4:])
+        except ValueError as exc:
+            assert "overflowed" in str(exc), exc
+            assert canonical_pickle(reg) == before
+            return
+    assert np.isfinite(y_pred).all() and np.isfinite(reg.coef_).all()
+
+
+def test_ewrls_delta_whose_inverse_overflows_is_a_clear_error():
+    X, y = gaussian_stream(10, 3, seed=14)
+    reg = EWRLSRegressor(delta=5e-324)
+    with pytest.raises(ValueError, match="delta=5e-324 is too small"):
+        reg.fit(X, y)
+    assert not [k for k in vars(reg) if k.endswith("_")]
+    EWRLSRegressor(delta=1e-300).fit(X, y)  # 1/δ representable: accepted
+
+
+def test_ewrls_rows_too_large_for_the_covariance_form_are_a_clear_error():
+    # zᵀPz overflowed: the gain became 0 and the row was skipped silently (or NaN)
+    X, y = gaussian_stream(20, 3, seed=15)
+    reg = EWRLSRegressor().fit(X[:10], y[:10])
+    before = canonical_pickle(reg)
+    with pytest.raises(ValueError, match="covariance-form recursion overflowed"):
+        reg.partial_fit(X[10:] * 1e160, y[10:])
+    assert canonical_pickle(reg) == before
+    reg.partial_fit(X[10:], y[10:])  # the stream goes on
+
+
+def test_ewrls_instability_overflow_is_reported_not_nan():
+    # the unexcited block of P grows like δ⁻¹λ^(−t): with λ = 0.5 it overflows after
+    # ~1016 rows; the call that overflows raises and the estimator keeps its last
+    # finite state
+    rng = np.random.default_rng(16)
+    X = np.zeros((1100, 3))
+    X[:, 0] = rng.normal(size=1100)
+    reg = EWRLSRegressor(forgetting_factor=0.5).fit(X[:1000], X[:1000, 0])
+    assert np.isfinite(reg.inverse_gram_).all() and reg.inverse_gram_[2, 2] > 1e300
+    before = canonical_pickle(reg)
+    with pytest.raises(ValueError, match="instability of this form"):
+        reg.partial_fit(X[1000:], X[1000:, 0])
+    assert canonical_pickle(reg) == before
+
+
+def test_qrd_rls_coefficient_overflow_is_a_clear_error():
+    X, y = gaussian_stream(20, 3, seed=17)
+    reg = QRDRLSRegressor(5, alpha=1e-300).fit(X[:10], y[:10])
+    before = canonical_pickle(reg)
+    with pytest.raises(ValueError, match="ridge solution overflowed"):
+        reg.partial_fit(X[10:] * 1e-155, y[10:] * 1e300)
+    assert canonical_pickle(reg) == before

@@ -17,6 +17,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_orfit import ORFitRegressor, RandomFourierFeatures, prequential_predict
 from sklearn_orfit._orfit import SpannedBatchWarning
+from _hostile import gaussian_stream
+from _state import canonical_pickle
 
 EPS = np.finfo(np.float64).eps
 
@@ -582,3 +584,133 @@ def test_failure_half_way_leaves_state_and_buffers_usable(monkeypatch, policy):
                        ref.prequential_predict(X[20:], y[20:]))
     assert_array_equal(reg.coef_, ref.coef_)
     assert_array_equal(reg.components_, ref.components_)
+
+
+# ------------------------------------------------------------------ hostile inputs
+# a warning escalated to an error leaves the estimator exactly as it was; rows at scales
+# 1e±155 and 1e±300 (squares under- or overflow) give the scale-1 answer or a clear
+# ValueError. set_params mid-stream: tests/test_contracts.py (every parameter case).
+SCALES = [1e155, 1e-155, 1e300, 1e-300]
+
+
+# ------------------------------------------------------- ORFit: the spanned-batch warning
+def _spanned_calls():
+    """(name, call) pairs that learn rows spanned by the memory with new labels."""
+    X = np.eye(3)
+    return [
+        ("partial_fit", lambda reg: reg.partial_fit(X, [4.0, 5.0, 6.0])),
+        ("learn_one", lambda reg: reg.learn_one(X[0], 7.0)),
+        ("prequential_predict", lambda reg: reg.prequential_predict(X, [4.0, 5.0, 6.0])),
+        ("fit", lambda reg: reg.fit(np.vstack([X, X]), [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])),
+    ]
+
+
+@pytest.mark.parametrize("name, call", _spanned_calls(), ids=[c[0] for c in _spanned_calls()])
+def test_orfit_warning_escalated_to_an_error_leaves_the_state(name, call):
+    # the warning was issued after the state was committed: with warnings as errors the
+    # call raised but n_samples_seen_ had gone 3 → 6
+    reg = ORFitRegressor().fit(np.eye(3), [1.0, 2.0, 3.0])
+    before = pickle.dumps(reg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(SpannedBatchWarning):
+            call(reg)
+    assert pickle.dumps(reg) == before
+    assert reg.n_samples_seen_ == 3
+    # ignored, the call goes through and leaves the state the default filters leave
+    shown = pickle.loads(before)
+    with pytest.warns(SpannedBatchWarning):
+        call(shown)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        call(reg)
+    assert canonical_pickle(reg) == canonical_pickle(shown)
+    assert reg.n_samples_seen_ > 3 or name == "fit"
+    assert_allclose(reg.predict(np.eye(3)), shown.predict(np.eye(3)), rtol=0, atol=0)
+
+
+# ------------------------------------------------------------ ORFit: scale equivariance
+@pytest.mark.parametrize("scale", SCALES)
+def test_orfit_eye_at_extreme_scales_interpolates_without_warning(scale):
+    # was [0, 0, 0] with a false "spanned" warning: ‖x‖² overflowed (or underflowed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = ORFitRegressor().fit(np.eye(3) * scale, [1, 2, 3])
+        assert_allclose(reg.predict(np.eye(3) * scale), [1, 2, 3], rtol=4 * EPS)
+        assert_allclose(reg.coef_ * scale, [1, 2, 3], rtol=4 * EPS)
+        assert_allclose(reg.singular_values_ / scale, [1, 1, 1], rtol=4 * EPS)
+
+
+@pytest.mark.parametrize("scale", SCALES)
+@pytest.mark.parametrize(
+    "params",
+    [
+        {},
+        {"batch_size": 4},
+        {"batch_size": None},
+        {"memory_size": 5},
+        {"memory_size": 5, "memory_policy": "latest", "batch_size": 3},
+        {"memory_size": 3, "memory_policy": "random", "random_state": 0},
+        {"memory_size": 0},
+    ],
+)
+@pytest.mark.parametrize("shape", [(20, 40), (12, 30)])
+def test_orfit_is_scale_equivariant(scale, params, shape):
+    # X → cX: coefficients W/c, the same predictions, singular values times c
+    n, p = shape
+    X, y = gaussian_stream(n, p, seed=1)
+    ref = ORFitRegressor(**params).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = ORFitRegressor(**params).fit(X * scale, y)
+        y_pred = reg.predict(X * scale)
+        preq = ORFitRegressor(**params).prequential_predict(X * scale, y)
+    tol = 10 * EPS * max(n, p) * np.abs(y).max()
+    assert_allclose(y_pred, ref.predict(X), rtol=0, atol=tol)
+    assert_allclose(preq, ORFitRegressor(**params).prequential_predict(X, y), rtol=0, atol=tol)
+    assert_allclose(reg.singular_values_ / scale, ref.singular_values_, rtol=1e3 * EPS)
+    if params.get("memory_size") is None:
+        assert_allclose(y_pred, y, rtol=0, atol=tol)  # every row interpolated
+
+
+def test_orfit_power_of_two_scale_is_bit_exact():
+    # the batch is handled in units of a power of two: scaling X by one changes nothing
+    X, y = gaussian_stream(15, 25, seed=2)
+    for params in ({}, {"batch_size": None}, {"memory_size": 4}):
+        ref = ORFitRegressor(**params).fit(X, y)
+        for k in (-900, -520, 520, 900):
+            reg = ORFitRegressor(**params).fit(np.ldexp(X, k), y)
+            assert_array_equal(reg.predict(np.ldexp(X, k)), ref.predict(X))
+            assert_array_equal(np.ldexp(reg.coef_, k), ref.coef_)
+
+
+@pytest.mark.parametrize(
+    "X_new, y_new",
+    [
+        (np.full((1, 4), 1e-155), [1e300]),  # coefficients ≈ 1e455
+        (np.full((1, 4), 1.5e308), [1.0]),  # a row norm beyond the float64 range
+    ],
+)
+def test_orfit_overflow_is_a_clear_error_and_changes_nothing(X_new, y_new):
+    X, y = gaussian_stream(3, 4, seed=3)
+    reg = ORFitRegressor().fit(X, y)
+    before = pickle.dumps(reg)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="float64 range"):
+            reg.partial_fit(X_new, y_new)
+        assert pickle.dumps(reg) == before
+        with pytest.raises(ValueError, match="float64 range"):
+            reg.prequential_predict(X_new, y_new)
+        assert pickle.dumps(reg) == before
+
+
+def test_orfit_coef_init_changed_in_place_is_refused():
+    X, y = gaussian_stream(6, 4, seed=5)
+    w0 = np.zeros(4)
+    reg = ORFitRegressor(coef_init=w0).fit(X[:3], y[:3])
+    reg.partial_fit(X[3:4], y[3:4])  # the same array, unchanged: fine
+    w0[0] = 1.0
+    with pytest.raises(ValueError, match="coef_init changed.*Call fit"):
+        reg.learn_one(X[4], y[4])
+    assert reg.n_samples_seen_ == 4

@@ -1,16 +1,25 @@
 """RecursiveStandardScaler and LagTransformer: streaming contracts and no look-ahead."""
 
 import pickle
+import warnings
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.testing import assert_allclose, assert_array_equal
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_orfit import LagTransformer, RecursiveStandardScaler
+from sklearn_orfit import (
+    LagTransformer,
+    QREWRLSRegressor,
+    RecursiveStandardScaler,
+    make_streaming_pipeline,
+)
 from sklearn_orfit.datasets import make_lagged
+from _hostile import run_traced
+from _state import canonical_pickle
 
 EPS = np.finfo(np.float64).eps
 
@@ -391,3 +400,201 @@ def test_lags_with_horizon_have_no_look_ahead(n, cut, n_lags, horizon, seed):
     np.testing.assert_array_equal(a[: cut + horizon + 1], b[: cut + horizon + 1])
     if cut + horizon + 1 < n:
         assert not np.array_equal(a[cut + horizon + 1], b[cut + horizon + 1])
+
+
+# ------------------------------------------------------------------ hostile inputs
+# RecursiveStandardScaler at scales whose squares under- or overflow; set_params
+# mid-stream honoured exactly (scaler) or refused by every call (LagTransformer);
+# an interrupt at any line of preprocessing.py leaves the step as it was.
+
+
+def _scaled_numpy_statistics(X):
+    """Mean and standard deviation of each column, computed on X / max|X| (no squares of
+    huge or tiny numbers)."""
+    m = np.abs(X).max(axis=0)
+    Xs = X / m
+    return Xs.mean(axis=0) * m, Xs.std(axis=0) * m
+
+
+def _scaler_data(seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(60, 3)) * [1.0, 2.0, 0.5] + [0.0, 5.0, -2.0]
+
+
+@pytest.mark.parametrize("scale", [1e155, 1e-155, 1e160, 1e300, 1e-300, 2.0**-1060])
+def test_scaler_statistics_at_extreme_scales(scale):
+    # scale_ was NaN at 1e155 (the squared deviations overflowed) and 1 (a "constant"
+    # feature) at 1e-300 (they underflowed)
+    X = _scaler_data() * scale
+    X0 = X / scale  # the rows as represented (2^-1060: subnormal, 14 bits)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaler = RecursiveStandardScaler().fit(X)
+        halves = RecursiveStandardScaler().partial_fit(X[:25]).partial_fit(X[25:])
+        Xt = scaler.transform(X)
+        X_back = scaler.inverse_transform(Xt)
+        X_preq = RecursiveStandardScaler().prequential_transform(X)
+    mean, std = _scaled_numpy_statistics(X)
+    tol = 1e3 * EPS
+    assert_allclose(scaler.mean_, mean, rtol=tol)
+    assert_allclose(scaler.scale_, std, rtol=tol)
+    assert_allclose(halves.scale_, std, rtol=tol)
+    # the standardised rows do not depend on the scale: StandardScaler at scale 1
+    assert_allclose(Xt, StandardScaler().fit_transform(X0), rtol=0, atol=tol * 10)
+    assert_allclose(X_back, X, rtol=tol, atol=4 * 2.0**-1074)  # subnormal results: ±ulp
+    expected = RecursiveStandardScaler().prequential_transform(X0)
+    # rows 0 and 1 have a constant past (scale 1): they are x − mean, in the units of X
+    assert_allclose(X_preq[2:], expected[2:], rtol=0, atol=tol * 10)
+    assert_allclose(X_preq[1], expected[1] * scale, rtol=tol)
+    assert np.all(np.isfinite(scaler.scale_)) and np.all(scaler.scale_ != 1.0)
+
+
+@pytest.mark.parametrize("scale", [1e100, 1e150, 1e-150])
+def test_scaler_matches_standard_scaler_where_its_squares_are_representable(scale):
+    X = _scaler_data(1) * scale
+    ours, theirs = RecursiveStandardScaler().fit(X), StandardScaler().fit(X)
+    for name in ("mean_", "var_", "scale_"):
+        assert_allclose(getattr(ours, name), getattr(theirs, name), rtol=1e-13)
+
+
+def test_scaler_is_unchanged_at_ordinary_scales_and_exact_under_powers_of_two():
+    # the units 2^e are an exact rescaling: X·2^k gives the same standardised rows
+    X = _scaler_data(2)
+    ref = RecursiveStandardScaler()
+    out = np.concatenate([ref.prequential_transform(X[:20]), ref.prequential_transform(X[20:])])
+    for k in (-1000, -600, 600, 1000):
+        scaler = RecursiveStandardScaler()
+        Xk = np.ldexp(X, k)
+        got = np.concatenate([scaler.prequential_transform(Xk[:20]),
+                              scaler.prequential_transform(Xk[20:])])
+        assert_array_equal(got[2:], out[2:])
+        assert_array_equal(scaler.scale_, np.ldexp(ref.scale_, k))
+        assert_array_equal(scaler.mean_, np.ldexp(ref.mean_, k))
+
+
+def test_scaler_no_look_ahead_across_extreme_magnitudes():
+    # the units of a row come from the rows before it: a later row 1e300 times larger
+    # does not change an earlier output, bit for bit
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(30, 2)) * 1e-150
+    X2 = X.copy()
+    X2[20:] *= 1e300
+    a = RecursiveStandardScaler().prequential_transform(X)
+    b = RecursiveStandardScaler().prequential_transform(X2)
+    assert_array_equal(a[:20], b[:20])
+    assert np.isfinite(b).all()
+
+
+def test_scaler_with_huge_rows_keeps_a_pipeline_learning():
+    # 1e160 rows made scale_ NaN, and every later prediction of the pipeline constant
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(80, 3))
+    y = X @ [1.0, -2.0, 0.5]
+    preds = []
+    for scale in (1.0, 1e160):
+        pipe = make_streaming_pipeline(RecursiveStandardScaler(), QREWRLSRegressor(10))
+        preds.append(pipe.prequential_predict(X * scale, y))
+    assert np.isfinite(preds[1]).all()
+    # once the window has forgotten rows 0 and 1 (scaled by 1: x − mean, in the units
+    # of X), the standardised stream is the same at both scales
+    assert_allclose(preds[1][15:], preds[0][15:], rtol=1e-9, atol=1e-9)
+    assert np.std(preds[1][40:]) > 0.5
+
+
+def test_scaler_output_beyond_the_float64_range_is_a_clear_error():
+    scaler = RecursiveStandardScaler(with_std=False).fit([[1.5e308], [1.6e308]])
+    before = canonical_pickle(scaler)
+    with pytest.raises(ValueError, match="float64 range"):
+        scaler.transform([[-1.7e308]])
+    assert canonical_pickle(scaler) == before
+
+
+def test_scaler_pickled_by_the_previous_version_continues():
+    X = _scaler_data(5)
+    scaler = RecursiveStandardScaler().fit(X[:30])
+    state = scaler.__getstate__()
+    old = {k: v for k, v in state.items() if k not in ("_m2s", "_exp", "_scale")}
+    old.update(_m2=state["_m2s"] * 4.0 ** state["_exp"], scale_=scaler.scale_)
+    restored = RecursiveStandardScaler.__new__(RecursiveStandardScaler)
+    restored.__setstate__(old)
+    assert_allclose(restored.transform(X[30:]), scaler.transform(X[30:]), rtol=1e-14)
+    assert_allclose(restored.prequential_transform(X[30:]),
+                    scaler.prequential_transform(X[30:]), rtol=1e-14)
+
+
+@pytest.mark.parametrize("param, value", [("with_mean", False), ("with_std", False)])
+def test_scaler_set_params_mid_stream_is_honoured_exactly(param, value):
+    # the statistics do not depend on with_mean/with_std: a change applies to every later
+    # output as if the stream had been learned with it (scale_ was left at ones after
+    # with_std went False → True, and was stale the other way)
+    X = _scaler_data(6)
+    for start, new in ((value, not value), (not value, value)):
+        scaler = RecursiveStandardScaler(**{param: start})
+        scaler.prequential_transform(X[:20])
+        scaler.set_params(**{param: new})
+        ref = RecursiveStandardScaler(**{param: new})
+        ref.prequential_transform(X[:20])
+        assert_array_equal(scaler.transform(X), ref.transform(X))
+        assert_array_equal(scaler.scale_, ref.scale_)
+        assert_array_equal(scaler.inverse_transform(X), ref.inverse_transform(X))
+        assert_array_equal(scaler.prequential_transform(X[20:]), ref.prequential_transform(X[20:]))
+        assert canonical_pickle(scaler.set_params(**{param: start})) != canonical_pickle(ref)  # only the param
+
+
+@pytest.mark.parametrize("param, value", [("n_lags", 3), ("n_lags", 1), ("fill_value", 5.0)])
+def test_lag_set_params_mid_stream_is_refused(param, value):
+    # n_lags: a raw "window shape cannot be larger than input array shape" from transform,
+    # and a silently resized history from partial_fit; fill_value: silently ignored
+    X = _scaler_data(7)
+    lags = LagTransformer(n_lags=2).fit(X[:1])
+    lags.set_params(**{param: value})
+    calls = [
+        lambda est: est.partial_fit(X[1:5]),
+        lambda est: est.transform(X[1:5]),
+        lambda est: est.prequential_transform(X[1:5]),
+        lambda est: est.get_feature_names_out(),
+    ]
+    before = canonical_pickle(lags)
+    for call in calls:
+        with pytest.raises(ValueError, match=f"{param} changed.*Call fit"):
+            call(lags)
+        assert canonical_pickle(lags) == before
+    params = {"n_lags": 2, param: value}
+    assert_array_equal(lags.fit(X[:1]).transform(X[1:5]),
+                       LagTransformer(**params).fit(X[:1]).transform(X[1:5]))
+    assert_array_equal(lags.fit_transform(X), LagTransformer(**params).fit_transform(X))
+
+
+def _run_traced(call, filename, k):
+    return run_traced(call, k, KeyboardInterrupt, filename)
+
+
+@pytest.mark.parametrize(
+    "make, method",
+    [
+        (lambda: RecursiveStandardScaler(), "partial_fit"),
+        (lambda: RecursiveStandardScaler(), "prequential_transform"),
+        (lambda: RecursiveStandardScaler(), "fit"),
+        (lambda: LagTransformer(2), "partial_fit"),
+        (lambda: LagTransformer(2), "prequential_transform"),
+        (lambda: LagTransformer(2), "fit_transform"),
+    ],
+)
+def test_pre_step_interrupted_anywhere_changes_nothing(make, method):
+    # an interrupt between two of the commit's assignments left n_samples_seen_ (or
+    # history_) of one call with the statistics of another
+    import sklearn_orfit.preprocessing as pre
+
+    X = _scaler_data(19)
+    est = make().partial_fit(X[:30])
+    before = canonical_pickle(est)
+    ref = pickle.loads(before)
+    getattr(ref, method)(X[30:45])
+    after = canonical_pickle(ref)
+    probe = pickle.loads(before)
+    n_lines = _run_traced(lambda: getattr(probe, method)(X[30:45]), pre.__file__, -1)
+    for k in range(1, n_lines + 1):
+        est = pickle.loads(before)
+        with pytest.raises(KeyboardInterrupt):
+            _run_traced(lambda: getattr(est, method)(X[30:45]), pre.__file__, k)
+        assert canonical_pickle(est) in (before, after), f"interrupted at line {k}: a state in between"

@@ -8,13 +8,18 @@ Tolerances: ``1e-9`` relative while ``κ(K + αI) ≤ 1e6`` (as in ``test_baseli
 deliberately near-singular.
 """
 
+import pickle
+import warnings
+
 import numpy as np
 import pytest
-from numpy.testing import assert_array_equal
+from numpy.testing import assert_allclose, assert_array_equal
 from threadpoolctl import threadpool_limits
 
 import sklearn_orfit._sw_krls as sw_krls
-from sklearn_orfit import SlidingWindowKRLSRegressor
+from sklearn_orfit import SlidingWindowKRLSRegressor, prequential_predict
+from _hostile import gaussian_stream
+from _state import assert_same_state, canonical_pickle
 
 RTOL = 1e-9
 EPS = np.finfo(np.float64).eps
@@ -150,8 +155,6 @@ def test_interrupted_update_restores_the_window(monkeypatch):
     # update raises) leaves the estimator exactly as it was: the window and counters,
     # and the inverse bit for bit (it was recomputed from the window before: equal to
     # rounding only)
-    import pickle
-
     N = 30
     X, y = _stream_with_duplicates(120, 3, seed=5)
     reg = SlidingWindowKRLSRegressor(N, alpha=1e-2).fit(X[:60], y[:60])
@@ -197,3 +200,139 @@ def test_one_row_update_allocates_one_copy_of_the_inverse_at_most():
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < N * N * 8 * 1.25
+
+
+# ------------------------------------------------------------------ hostile inputs
+# extreme length scales and row scales, ridges below the rounding level and duplicate
+# rows give kernel ridge's answer or a clear ValueError; set_params mid-stream is refused
+# by every call that reads the window (the learning calls: also tests/test_contracts.py).
+
+
+def _regressor_calls(X, y, *, learn_one=False, predict=False):
+    """The calls of a regressor that continue a stream (and predict, if it reads the
+    changed parameter)."""
+    calls = [
+        lambda est: est.partial_fit(X, y),
+        lambda est: est.prequential_predict(X, y),
+        lambda est: prequential_predict(est, X, y),
+    ]
+    if learn_one:
+        calls.append(lambda est: est.learn_one(X[0], y[0]))
+    if predict:
+        calls.append(lambda est: est.predict(X))
+    return calls
+
+
+def _assert_refused_then_fit_uses_it(est, make_new, param, calls, fit_data):
+    before = canonical_pickle(est)
+    for call in calls:
+        with pytest.raises(ValueError, match=f"{param} changed.*Call fit"):
+            call(est)
+        assert canonical_pickle(est) == before
+    # fit starts a new stream with the new value
+    est.fit(*fit_data)
+    assert_same_state(est, make_new().fit(*fit_data), pickled=True)
+
+
+@pytest.mark.parametrize("length_scale", [1e300, 1e200, 1e-200, 1e-300])
+def test_sw_krls_extreme_length_scales(length_scale):
+    # 1e300 was a raw OverflowError (1/length_scale²), 1e-300 a ZeroDivisionError
+    X, y = gaussian_stream(40, 2, seed=6)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = SlidingWindowKRLSRegressor(10, length_scale=length_scale).fit(X, y)
+        y_pred = reg.predict(X[-12:])
+    if length_scale > 1:  # the all-ones kernel: every prediction the ridge mean
+        expected = np.full(12, y[-10:].sum() / (10 + reg.alpha))
+    else:  # the identity kernel: y/(1 + α) on the window, 0 elsewhere
+        expected = np.r_[0.0, 0.0, y[-10:] / (1 + reg.alpha)]
+    # the all-ones kernel is carried with κ(K + αI) = 1 + N/α = 1001: rtol 1e-9
+    assert_allclose(y_pred, expected, rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize("scale", [1e155, 1e-155, 1e300, 1e-300, 1e160])
+def test_sw_krls_is_scale_equivariant(scale):
+    # X → cX with length_scale → c·length_scale is the same model (1e160 rows with a
+    # fixed length scale made the refactorised inverse NaN)
+    # (rounding of X·c and of the kernel, amplified by κ(K + αI) ≤ 1 + N/α = 2001 and
+    # 300 steps of the recursion: measured ≤ 5e-11)
+    X, y = gaussian_stream(300, 2, seed=7)
+    ref = SlidingWindowKRLSRegressor(20, length_scale=1.5, alpha=1e-2)
+    p_ref = ref.prequential_predict(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = SlidingWindowKRLSRegressor(20, length_scale=1.5 * scale, alpha=1e-2)
+        p = reg.prequential_predict(X * scale, y)
+        assert_allclose(p, p_ref, rtol=0, atol=1e-9)
+        assert_allclose(reg.predict(X[:5] * scale), ref.predict(X[:5]), rtol=0, atol=1e-9)
+
+
+def test_sw_krls_huge_rows_with_a_fixed_length_scale():
+    # rows 1e160 apart: the kernel is the identity; was NaN after the first refactorisation
+    X, y = gaussian_stream(300, 2, seed=8)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = SlidingWindowKRLSRegressor(10, alpha=1e-2).fit(X * 1e160, y)
+        y_pred = reg.predict(X[-10:] * 1e160)
+    assert_allclose(y_pred, y[-10:] / (1 + 1e-2), rtol=1e-12)
+
+
+@pytest.mark.parametrize("alpha", [1e-300, 1e-20, 1e-16])
+def test_sw_krls_alpha_below_the_rounding_level_is_a_clear_error(alpha):
+    # with repeated rows the carried inverse went to ±1e284, then NaN
+    X, y = gaussian_stream(40, 2, seed=9)
+    reg = SlidingWindowKRLSRegressor(20, alpha=alpha)
+    for call in (lambda: reg.fit(X, y), lambda: reg.partial_fit(X, y),
+                 lambda: reg.prequential_predict(X, y)):
+        with pytest.raises(ValueError, match="alpha=.* is below window_size · eps"):
+            call()
+        assert not [k for k in vars(reg) if k.endswith("_")]
+
+
+@pytest.mark.parametrize("kind", ["pairs", "five rows", "constant"])
+def test_sw_krls_repeated_rows_at_the_smallest_alpha_stay_bounded(kind):
+    N = 20
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(200, 2))
+    if kind == "pairs":
+        X = np.repeat(X[:100], 2, axis=0)
+    elif kind == "five rows":
+        X = np.tile(X[:5], (40, 1))
+    else:
+        X = np.ones_like(X)
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = SlidingWindowKRLSRegressor(N, alpha=N * EPS)
+        y_pred = reg.prequential_predict(X, y)
+    assert np.isfinite(y_pred).all()
+    assert np.abs(y_pred).max() <= 100 * np.abs(y).max()
+
+
+def test_sw_krls_dual_overflow_is_a_clear_error_and_changes_nothing():
+    X, y = gaussian_stream(40, 2, seed=11)
+    reg = SlidingWindowKRLSRegressor(10, alpha=1e-10).fit(X[:20], y[:20] * 1e300)
+    before = canonical_pickle(reg)
+    X_new = np.repeat(X[20:22], 2, axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ValueError, match="dual coefficients .* overflowed"):
+            reg.partial_fit(X_new, [1e308, -1e308, 1e308, -1e308])
+    assert canonical_pickle(reg) == before
+
+
+@pytest.mark.parametrize("param, value", [("window_size", 5), ("window_size", 40),
+                                          ("length_scale", 3.0), ("alpha", 1.0)])
+def test_sw_krls_set_params_mid_stream_is_refused(param, value):
+    # window_size: predictions from a ring read with the wrong length; length_scale and
+    # alpha: silently mixed with an inverse built with the old values
+    X, y = gaussian_stream(60, 2, seed=12)
+    base = {"window_size": 20, "length_scale": 1.3, "alpha": 1e-2}
+    reg = SlidingWindowKRLSRegressor(**base).fit(X[:30], y[:30])
+    reg.set_params(**{param: value})
+    calls = _regressor_calls(X[30:], y[30:], predict=True) + [
+        lambda est: est.X_window_, lambda est: est.n_window_]
+    _assert_refused_then_fit_uses_it(
+        reg, lambda: SlidingWindowKRLSRegressor(**{**base, param: value}), param,
+        calls, (X, y),
+    )
