@@ -1,10 +1,13 @@
 """Helpers shared by the hostile-input and contract tests: small streams, the learning
-and output calls of regressors and transformers alike, and line-level interruptions."""
+and output calls of regressors and transformers alike, line-level interruptions, and
+estimators that fail on demand (traps) or update a large state in place."""
 
 import sys
 
 import numpy as np
-from sklearn.base import is_regressor
+from sklearn.base import BaseEstimator, RegressorMixin, is_regressor
+
+from sklearn_orfit import QREWRLSRegressor
 
 
 def stream(n=90, d=5, seed=0):
@@ -63,3 +66,65 @@ def run_traced(call, k, exc, prefix):
         sys.settrace(None)
     assert not tracer.fired, f"the exception injected at {tracer.fired} was swallowed"
     return tracer.count
+
+
+# what a trap raises; a trap is stored by name (a raised exception object would change:
+# Python attaches its traceback, so the model's pickle would change with it)
+TRAPS = {"exception": RuntimeError, "keyboard-interrupt": KeyboardInterrupt}
+
+
+def spring(trap):
+    """Raise the trap named ``trap`` (a key of TRAPS), if any."""
+    if trap is not None:
+        raise TRAPS[trap]("injected failure")
+
+
+# Module level in a light module, so that loky workers can unpickle them (conftest puts
+# tests/ on sys.path, and loky workers inherit the parent's sys.path).
+class Trap(QREWRLSRegressor):
+    """QREWRLS that raises inside its update: ``self.trap`` when set (it travels to
+    worker processes with the estimator), or ``countdown[1]`` at the ``countdown[0]``-th
+    update of any instance in this process (for fresh clones, as ``fit`` makes).
+
+    The trap is raised inside the estimator's own all-or-nothing update, so the
+    estimator itself is left as it was; what is tested is the model around it.
+    """
+
+    countdown = None
+
+    def _learn(self, X, Y, *, predict):
+        trap = self.__dict__.get("trap")
+        countdown = type(self).countdown
+        if countdown is not None:
+            countdown[0] -= 1
+            if countdown[0] == 0:
+                trap = countdown[1]
+        spring(trap)
+        return super()._learn(X, Y, predict=predict)
+
+
+class InPlaceSum(RegressorMixin, BaseEstimator):
+    """A foreign streaming regressor that updates a large state in place (> 1 MB).
+
+    ``partial_fit`` adds into ``buffer_`` with ``+=``: on a read-only memory map that is
+    ``ValueError: assignment destination is read-only``.
+    """
+
+    def __init__(self, size=150_000):
+        self.size = size
+
+    def partial_fit(self, X, y):
+        X = np.asarray(X, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float64)
+        if not hasattr(self, "buffer_"):
+            self.buffer_ = np.zeros(self.size)
+            self.coef_ = np.zeros(X.shape[1])
+            self.n_features_in_ = X.shape[1]
+            self.n_samples_seen_ = 0
+        self.buffer_[: X.shape[0]] += y  # in place
+        self.coef_ += X.T @ y / (1.0 + self.n_samples_seen_)  # in place
+        self.n_samples_seen_ += X.shape[0]
+        return self
+
+    def predict(self, X):
+        return np.asarray(X, dtype=np.float64) @ self.coef_ + self.buffer_[0]

@@ -1,6 +1,10 @@
 """FeaturePartitionEnsemble: backends agree, equivalences, streaming contract, sklearn checks."""
 
+import contextlib
 import pickle
+import subprocess
+import sys
+import textwrap
 
 import joblib
 import numpy as np
@@ -18,9 +22,12 @@ from sklearn_orfit import (
     FeaturePartitionEnsemble,
     QREWRLSRegressor,
     RandomFourierFeatures,
+    SlidingWindowKRLSRegressor,
     prequential_predict,
 )
 from sklearn_orfit.datasets import make_abo_series, make_lagged
+from _hostile import TRAPS, InPlaceSum, Trap
+from _state import assert_same_state, flat_state
 
 TOL = 1e-12  # the issue's bound for "same predictions" across n_jobs and backends
 
@@ -51,13 +58,6 @@ def _run(ens, X, y):
     return np.concatenate([p1, p2, p3])
 
 
-def _assert_same_state(ens, ref):
-    assert ens.n_samples_seen_ == ref.n_samples_seen_
-    for est, est_ref in zip(ens.estimators_, ref.estimators_):
-        assert est.n_samples_seen_ == est_ref.n_samples_seen_
-        np.testing.assert_allclose(est.coef_, est_ref.coef_, rtol=0, atol=TOL)
-
-
 @pytest.fixture(scope="module")
 def reference(stream):
     X, y = stream
@@ -83,7 +83,7 @@ def test_loky_processes_match_sequential(stream, reference, n_jobs):
         ens = _ensemble(n_jobs=n_jobs)
         y_pred = _run(ens, X, y)
     np.testing.assert_allclose(y_pred, y_ref, rtol=0, atol=TOL)
-    _assert_same_state(ens, ref)  # the state came back from the worker processes
+    _assert_close_state(ens, ref, atol=TOL)  # the state came back from the worker processes
 
 
 def test_threading_matches_sequential(stream, reference):
@@ -93,7 +93,7 @@ def test_threading_matches_sequential(stream, reference):
         ens = _ensemble(n_jobs=2)
         y_pred = _run(ens, X, y)
     np.testing.assert_allclose(y_pred, y_ref, rtol=0, atol=TOL)
-    _assert_same_state(ens, ref)
+    _assert_close_state(ens, ref, atol=TOL)
 
 
 @pytest.fixture(scope="module")
@@ -117,7 +117,7 @@ def test_dask_cluster_matches_sequential(stream, reference, dask_client):
         ens = _ensemble(n_jobs=-1)
         y_pred = _run(ens, X, y)
     np.testing.assert_allclose(y_pred, y_ref, rtol=0, atol=TOL)
-    _assert_same_state(ens, ref)
+    _assert_close_state(ens, ref, atol=TOL)
     # the work really ran on the cluster's worker processes
     assert len(dask_client.scheduler_info()["workers"]) == 2
     assert sum(dask_client.run(lambda: 1).values()) == 2
@@ -207,7 +207,12 @@ def test_prequential_equals_row_by_row_loop(stream):
 
 
 def _assert_close_state(a, b, atol):
+    """The same rows seen, coefficients equal to ``atol`` (backends, or a loop of calls,
+    sum in another order); bit-for-bit comparisons use _state.assert_same_state."""
+    assert a.n_samples_seen_ == b.n_samples_seen_
+    assert len(a.estimators_) == len(b.estimators_)
     for ea, eb in zip(a.estimators_, b.estimators_):
+        assert ea.n_samples_seen_ == eb.n_samples_seen_
         np.testing.assert_allclose(ea.coef_, eb.coef_, rtol=0, atol=atol)
 
 
@@ -439,3 +444,258 @@ def test_grid_search_with_prequential_split(stream):
             expected = -np.mean((y[test] - y_pred) ** 2)
             assert res[f"split{k}_test_score"][j] == pytest.approx(expected, rel=1e-10)
     assert search.best_estimator_.n_samples_seen_ == X.shape[0]
+
+
+# ------------------------------------------------------------------ hostile inputs
+# The parallel ensemble at real sizes: partition states above joblib's 1 MB
+# memory-mapping threshold reach loky workers as read-only memory maps, and a model
+# loaded with joblib.load(mmap_mode="r") holds them too. Every learning call is
+# all-or-nothing: an exception or a KeyboardInterrupt raised while one partition learns
+# leaves the model exactly as it was, and the stream continues bit for bit as an
+# untouched model's. set_params mid-stream is honoured or refused with a clear ValueError.
+MB = 1_000_000  # joblib's default max_nbytes: larger arrays reach workers memory-mapped
+
+
+def _data(n=400, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+    return X, y
+
+
+def _largest_array(obj):
+    """nbytes of the largest array in an estimator's state (solver objects included)."""
+    return max((v.nbytes for v in flat_state(obj).values() if isinstance(v, np.ndarray)), default=0)
+
+
+# ------------------------------------------------- large partition states, memory maps
+# partition states above 1 MB; each case runs in a few seconds
+BIG_CASES = {
+    # window 80 x 2048 features: the row buffer alone is 1.3 MB
+    "qrewrls": lambda: (RandomFourierFeatures(4096, random_state=0), QREWRLSRegressor(80)),
+    # the Givens recursion's table of window 80 x (1024 features + 81) is 1.4 MB; its
+    # row buffer (0.7 MB) stays below the threshold
+    "qrewrls-givens": lambda: (
+        RandomFourierFeatures(2048, random_state=0),
+        QREWRLSRegressor(80, solver="givens"),
+    ),
+    # the inverse kernel matrix of a 400-row window is 1.3 MB, updated in place by BLAS
+    # (on a read-only memory map: a segmentation fault of the worker)
+    "sw-krls": lambda: (
+        RandomFourierFeatures(8, random_state=0),
+        SlidingWindowKRLSRegressor(400),
+    ),
+    "foreign-in-place": lambda: (RandomFourierFeatures(64, random_state=0), InPlaceSum()),
+}
+
+
+def _big_ensemble(case, n_jobs):
+    features, estimator = BIG_CASES[case]()
+    return FeaturePartitionEnsemble(features, estimator, n_partitions=2, n_jobs=n_jobs)
+
+
+def _big_run(ens, X, y):
+    """Every learning path, twice past the first call (when the state is large)."""
+    ens.partial_fit(X[:150], y[:150])
+    ens.partial_fit(X[150:200], y[150:200])
+    p1 = ens.prequential_predict(X[200:260], y[200:260])
+    ens.partial_fit(X[260:300], y[260:300])
+    return np.concatenate([p1, ens.predict(X[300:320])])
+
+
+@pytest.mark.parametrize("case", sorted(BIG_CASES))
+def test_loky_above_memmap_threshold_equals_sequential(case):
+    X, y = _data()
+    ref = _big_ensemble(case, n_jobs=1)
+    expected = _big_run(ref, X, y)
+    # the test is about states that joblib memory-maps: check that they are that large
+    assert _largest_array(ref.estimators_[0]) > MB
+    ens = _big_ensemble(case, n_jobs=2)
+    got = _big_run(ens, X, y)
+    np.testing.assert_array_equal(got, expected)
+    assert_same_state(ens, ref, params=False)
+    # and once more from the parallel state (the estimators came back from workers)
+    np.testing.assert_array_equal(
+        ens.prequential_predict(X[320:340], y[320:340]),
+        ref.prequential_predict(X[320:340], y[320:340]),
+    )
+
+
+@pytest.mark.parametrize("case", ["qrewrls", "qrewrls-givens", "foreign-in-place"])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_memory_mapped_model_continues_its_stream(case, n_jobs, tmp_path):
+    X, y = _data()
+    ref = _big_ensemble(case, n_jobs=n_jobs)
+    ref.partial_fit(X[:150], y[:150])
+    path = tmp_path / "ensemble.joblib"
+    joblib.dump(ref, path)
+    ens = joblib.load(path, mmap_mode="r")
+    assert all(
+        isinstance(v, np.memmap)
+        for v in flat_state(ens.estimators_[0]).values()
+        if isinstance(v, np.ndarray)
+    )
+    got = [ens.partial_fit(X[150:200], y[150:200]).predict(X[300:310])]
+    got.append(ens.prequential_predict(X[200:260], y[200:260]))
+    expected = [ref.partial_fit(X[150:200], y[150:200]).predict(X[300:310])]
+    expected.append(ref.prequential_predict(X[200:260], y[200:260]))
+    for a, b in zip(got, expected):
+        np.testing.assert_array_equal(a, b)
+    assert_same_state(ens, ref, params=False)
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_writable_memory_map_file_is_never_written(n_jobs, tmp_path):
+    """Loaded with mmap_mode="r+", the state maps the file for writing: learning must not
+    write the stream into the file (nor, under loky, into each other's workers)."""
+    X, y = _data()
+    ref = _big_ensemble("qrewrls", n_jobs=n_jobs).partial_fit(X[:150], y[:150])
+    path = tmp_path / "ensemble.joblib"
+    joblib.dump(ref, path)
+    on_disk = path.read_bytes()
+    ens = joblib.load(path, mmap_mode="r+")
+    np.testing.assert_array_equal(
+        ens.prequential_predict(X[150:200], y[150:200]),
+        ref.prequential_predict(X[150:200], y[150:200]),
+    )
+    ens.partial_fit(X[200:220], y[200:220])
+    del ens
+    assert path.read_bytes() == on_disk
+
+
+def test_memory_mapped_sw_krls_ensemble_continues(tmp_path):
+    """SW-KRLS updates its inverse kernel matrix in place with BLAS: on a read-only memory
+    map that was a segmentation fault, so this runs in a child process."""
+    code = textwrap.dedent(
+        f"""
+        import joblib, numpy as np
+        from sklearn_orfit import (
+            FeaturePartitionEnsemble, RandomFourierFeatures, SlidingWindowKRLSRegressor)
+        rng = np.random.default_rng(0)
+        X = rng.standard_normal((200, 4)); y = np.sin(X[:, 0])
+        def make():
+            return FeaturePartitionEnsemble(
+                RandomFourierFeatures(8, random_state=0), SlidingWindowKRLSRegressor(400),
+                n_partitions=2)
+        ref = make().partial_fit(X[:150], y[:150])
+        joblib.dump(ref, {str(tmp_path / "m.joblib")!r})
+        ens = joblib.load({str(tmp_path / "m.joblib")!r}, mmap_mode="r")
+        a = ens.prequential_predict(X[150:], y[150:])
+        b = ref.prequential_predict(X[150:], y[150:])
+        assert np.array_equal(a, b)
+        print("ok")
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+def _small_ensemble(n_jobs=None, estimator=None):
+    return FeaturePartitionEnsemble(
+        RandomFourierFeatures(64, random_state=0),
+        Trap(window_size=20) if estimator is None else estimator,
+        n_partitions=4,
+        n_jobs=n_jobs,
+    )
+
+
+def _continue(model, X, y):
+    """Continue a stream on every learning path; returns everything predicted."""
+    p1 = model.prequential_predict(X[150:220], y[150:220])
+    model.partial_fit(X[220:260], y[220:260])
+    return np.concatenate([p1, model.predict(X[260:280])])
+
+
+BACKENDS = {
+    "sequential": dict(n_jobs=None),
+    "threading": dict(n_jobs=2, backend="threading"),
+    "loky": dict(n_jobs=2, backend="loky"),
+}
+
+
+def _backend(config):
+    backend = config.get("backend")
+    return joblib.parallel_config(backend=backend) if backend else contextlib.nullcontext()
+
+
+ENSEMBLE_FAILURES = [
+    (backend, trap, method)
+    for backend in ("sequential", "threading")
+    for trap in sorted(TRAPS)
+    for method in ("partial_fit", "prequential_predict", "fit")
+] + [  # process workers take seconds to start: one case per kind of failure
+    ("loky", "exception", "partial_fit"),
+    ("loky", "keyboard-interrupt", "prequential_predict"),
+]
+
+
+@pytest.mark.parametrize("backend, trap, method", ENSEMBLE_FAILURES)
+def test_ensemble_failure_in_one_partition_changes_nothing(backend, trap, method, monkeypatch):
+    X, y = _data()
+    config = BACKENDS[backend]
+    ens = _small_ensemble(n_jobs=config["n_jobs"]).partial_fit(X[:100], y[:100])
+    ref = _small_ensemble(n_jobs=None).partial_fit(X[:100], y[:100])
+    # the third partition fails, after the first two have learned (sequentially)
+    if method == "fit":  # fresh clones: trap the third update in this process
+        monkeypatch.setattr(Trap, "countdown", [3, trap])
+    else:
+        ens.estimators_[2].trap = trap
+    before = pickle.dumps(ens)
+    with _backend(config):
+        with pytest.raises(TRAPS[trap]):
+            getattr(ens, method)(X[100:150], y[100:150])
+    assert pickle.dumps(ens) == before
+    assert [e.n_samples_seen_ for e in ens.estimators_] == [100] * 4
+    assert ens.n_samples_seen_ == 100
+    ens.estimators_[2].__dict__.pop("trap", None)
+    monkeypatch.setattr(Trap, "countdown", None)
+    # the stream continues exactly as an untouched ensemble's
+    for model in (ens, ref):
+        model.partial_fit(X[100:150], y[100:150])
+    with _backend(config):
+        got = _continue(ens, X, y)
+    np.testing.assert_array_equal(got, _continue(ref, X, y))
+    assert_same_state(ens, ref, params=False)
+
+
+def test_ensemble_failed_fit_keeps_the_previous_stream():
+    X, y = _data()
+    ens = _small_ensemble().partial_fit(X[:100], y[:100])
+    before = pickle.dumps(ens)
+    with pytest.raises(ValueError, match="NaN"):
+        ens.fit(X[100:150], np.full(50, np.nan))
+    assert pickle.dumps(ens) == before
+
+
+def test_ensemble_interrupt_before_commit_changes_nothing(monkeypatch):
+    """An interrupt after every partition learned but before the commit: nothing stands."""
+    import sklearn_orfit._ensemble as ensemble_module
+
+    X, y = _data()
+    ens = _small_ensemble().partial_fit(X[:100], y[:100])
+    before = pickle.dumps(ens)
+
+    def interrupted(preds):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ensemble_module, "_average", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        ens.prequential_predict(X[100:150], y[100:150])
+    assert pickle.dumps(ens) == before
+
+
+def test_ensemble_set_params_mid_stream():
+    X, y = _data()
+    ens = _small_ensemble(estimator=QREWRLSRegressor(10)).partial_fit(X[:100], y[:100])
+    before = pickle.dumps(ens.set_params(n_jobs=1))  # n_jobs is read at every call
+    ens.set_params(estimator__window_size=30)
+    with pytest.raises(ValueError, match=r"estimator__window_size changed.*Call fit"):
+        ens.partial_fit(X[100:150], y[100:150])
+    ens.set_params(estimator__window_size=10, n_partitions=2)
+    with pytest.raises(ValueError, match=r"n_partitions changed"):
+        ens.prequential_predict(X[100:150], y[100:150])
+    ens.set_params(n_partitions=4)
+    assert pickle.dumps(ens) == before
+    ens.partial_fit(X[100:150], y[100:150])
+    ens.set_params(n_partitions=2).fit(X[:100], y[:100])
+    assert len(ens.estimators_) == 2

@@ -5,12 +5,13 @@ import inspect
 import pickle
 import warnings
 
+import joblib
 import numpy as np
 import pytest
 import sklearn.pipeline
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.base import BaseEstimator, clone, is_regressor
+from sklearn.base import BaseEstimator, TransformerMixin, clone, is_regressor
 from sklearn.decomposition import PCA
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
@@ -21,6 +22,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import sklearn_orfit
 from sklearn_orfit import (
+    FeaturePartitionEnsemble,
     LagTransformer,
     ORFitRegressor,
     QREWRLSRegressor,
@@ -31,6 +33,8 @@ from sklearn_orfit import (
     prequential_predict,
 )
 from sklearn_orfit.exceptions import SpannedBatchWarning
+from _hostile import TRAPS, Trap, spring
+from _state import assert_same_state
 
 
 def _rff(d=64, sigma=1.0):
@@ -404,3 +408,289 @@ def test_bad_targets_are_rejected_before_any_step_learns():
     with pytest.raises(ValueError):
         prequential_predict(pipe, X[10:20], y[10:19])
     assert pipe.named_steps_.recursivestandardscaler.n_samples_seen_ == state
+
+
+# ------------------------------------------------------------------ hostile inputs
+# Every learning call is all-or-nothing: a bad y, an exception or a KeyboardInterrupt
+# raised while one step learns leaves the pipeline exactly as it was, and the stream
+# then continues bit for bit as an untouched pipeline's. set_params mid-stream is
+# honoured or refused with a clear ValueError, never silently ignored.
+
+
+def _data(n=400, d=4, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d))
+    y = np.sin(X[:, 0]) + 0.1 * rng.standard_normal(n)
+    return X, y
+
+
+def _pipe(final=None, middle=()):
+    return make_streaming_pipeline(
+        LagTransformer(3),
+        RecursiveStandardScaler(),
+        *middle,
+        RandomFourierFeatures(32, random_state=0),
+        QREWRLSRegressor(10) if final is None else final,
+    )
+
+
+def _continue_pipe(pipe, X, y):
+    p1 = pipe.prequential_predict(X[150:200], y[150:200])
+    pipe.partial_fit(X[200:230], y[200:230])
+    return np.concatenate([p1, pipe.predict(X[230:250])])
+
+
+BAD_Y = {
+    "2-D where 1-D was learned": lambda y: y[:, None],
+    "wrong length": lambda y: y[:-1],
+    "NaN": lambda y: np.r_[y[:-1], np.nan],
+    "inf": lambda y: np.r_[np.inf, y[1:]],
+    "strings": lambda y: np.array(["a"] * len(y)),
+    "numeric strings": lambda y: y.astype(str),
+    "shape (n, 0)": lambda y: np.empty((len(y), 0)),
+    "two targets": lambda y: np.c_[y, y],
+    "3-D": lambda y: y[:, None, None],
+    "None values": lambda y: [None] * len(y),
+    "complex": lambda y: y + 1j,
+    "objects with a string": lambda y: np.array([*y[:-1], "x"], dtype=object),
+}
+
+
+@pytest.mark.parametrize("method", ["partial_fit", "prequential_predict"])
+@pytest.mark.parametrize("bad", sorted(BAD_Y))
+def test_pipeline_bad_y_changes_nothing(bad, method):
+    X, y = _data()
+    pipe = _pipe().partial_fit(X[:100], y[:100])
+    ref = _pipe().partial_fit(X[:100], y[:100])
+    before = pickle.dumps(pipe)
+    with pytest.raises(ValueError, match="y"):
+        getattr(pipe, method)(X[100:150], BAD_Y[bad](y[100:150]))
+    assert pickle.dumps(pipe) == before
+    for model in (pipe, ref):
+        model.partial_fit(X[100:150], y[100:150])
+    np.testing.assert_array_equal(_continue_pipe(pipe, X, y), _continue_pipe(ref, X, y))
+    assert_same_state(pipe, ref, params=False)
+
+
+def test_pipeline_multi_output_stream_rejects_other_target_counts():
+    X, y = _data()
+    Y = np.c_[y, -y]
+    pipe = _pipe().partial_fit(X[:100], Y[:100])
+    before = pickle.dumps(pipe)
+    for bad in (y[100:150], np.c_[y, y, y][100:150], Y[100:150, :1]):
+        with pytest.raises(ValueError, match="2 targets"):
+            pipe.partial_fit(X[100:150], bad)
+        assert pickle.dumps(pipe) == before
+
+
+class _TrapTransformer(TransformerMixin, BaseEstimator):
+    """A streaming transformer (running sum of its rows) that raises ``self.trap``."""
+
+    def fit(self, X, y=None):
+        self.__dict__.pop("sum_", None)
+        return self.partial_fit(X)
+
+    def partial_fit(self, X, y=None):
+        self._learn(np.asarray(X, dtype=np.float64))
+        return self
+
+    def prequential_transform(self, X, y=None):
+        X = np.asarray(X, dtype=np.float64)
+        before = getattr(self, "sum_", np.zeros(X.shape[1]))
+        out = X - (before + np.cumsum(X, axis=0) - X) / 1000.0
+        self._learn(X)
+        return out
+
+    def _learn(self, X):
+        spring(self.__dict__.get("trap"))
+        self.sum_ = getattr(self, "sum_", 0.0) + X.sum(axis=0)
+        self.n_features_in_ = X.shape[1]
+
+    def transform(self, X):
+        return np.asarray(X, dtype=np.float64) - self.sum_ / 1000.0
+
+
+class _TornSGD(SGDRegressor):
+    """A foreign final estimator that is not all-or-nothing: it learns, then raises."""
+
+    def partial_fit(self, X, y, **params):
+        super().partial_fit(X, y, **params)
+        spring(self.__dict__.get("trap"))
+        return self
+
+
+TRAP_SITES = {
+    # (final step template, middle steps, index in steps_ of the trapped step)
+    "final step (atomic)": (lambda: Trap(10), (), -1),
+    "final step (foreign, learns then raises)": (
+        lambda: _TornSGD(random_state=0, learning_rate="constant", eta0=0.01),
+        (),
+        -1,
+    ),
+    "middle transformer": (lambda: QREWRLSRegressor(10), (_TrapTransformer(),), 2),
+}
+
+
+@pytest.mark.parametrize("method", ["partial_fit", "prequential_predict"])
+@pytest.mark.parametrize("trap", sorted(TRAPS))
+@pytest.mark.parametrize("site", sorted(TRAP_SITES))
+def test_pipeline_failure_inside_a_step_changes_nothing(site, trap, method):
+    X, y = _data()
+    make_final, middle, index = TRAP_SITES[site]
+    pipe = _pipe(make_final(), middle).partial_fit(X[:100], y[:100])
+    ref = _pipe(make_final(), middle).partial_fit(X[:100], y[:100])
+    pipe.steps_[index][1].trap = trap
+    before = pickle.dumps(pipe)
+    with pytest.raises(TRAPS[trap]):
+        getattr(pipe, method)(X[100:150], y[100:150])
+    assert pickle.dumps(pipe) == before
+    del pipe.steps_[index][1].trap
+    for model in (pipe, ref):
+        model.partial_fit(X[100:150], y[100:150])
+    np.testing.assert_array_equal(_continue_pipe(pipe, X, y), _continue_pipe(ref, X, y))
+    assert_same_state(pipe, ref, params=False)
+
+
+@pytest.mark.parametrize("trap", sorted(TRAPS))
+def test_pipeline_failed_fit_keeps_the_previous_stream(trap, monkeypatch):
+    X, y = _data()
+    pipe = _pipe(Trap(10)).partial_fit(X[:100], y[:100])
+    before = pickle.dumps(pipe)
+    monkeypatch.setattr(Trap, "countdown", [1, trap])
+    with pytest.raises(TRAPS[trap]):
+        pipe.fit(X[100:150], y[100:150])
+    assert pickle.dumps(pipe) == before
+
+
+@pytest.mark.parametrize("trap", sorted(TRAPS))
+def test_pipeline_failed_first_call_leaves_it_unfitted(trap, monkeypatch):
+    X, y = _data()
+    pipe = _pipe(Trap(10))
+    before = pickle.dumps(pipe)
+    monkeypatch.setattr(Trap, "countdown", [1, trap])
+    with pytest.raises(TRAPS[trap]):
+        pipe.prequential_predict(X[:100], y[:100])
+    assert pickle.dumps(pipe) == before
+    assert "steps_" not in vars(pipe)
+
+
+@pytest.mark.parametrize("trap", sorted(TRAPS))
+def test_transformer_pipeline_prequential_transform_is_all_or_nothing(trap):
+    X, _ = _data()
+    chain = make_streaming_pipeline(LagTransformer(2), RecursiveStandardScaler(), _TrapTransformer())
+    chain.prequential_transform(X[:100])
+    ref = pickle.loads(pickle.dumps(chain))
+    chain.steps_[-1][1].trap = trap
+    before = pickle.dumps(chain)
+    with pytest.raises(TRAPS[trap]):
+        chain.prequential_transform(X[100:150])
+    assert pickle.dumps(chain) == before
+    del chain.steps_[-1][1].trap
+    np.testing.assert_array_equal(
+        chain.prequential_transform(X[100:150]), ref.prequential_transform(X[100:150])
+    )
+    assert_same_state(chain, ref, params=False)
+
+
+def test_pipeline_interrupt_after_the_last_step_returned_is_never_half_a_call(monkeypatch):
+    """An interrupt after the final step committed its update, before the pipeline call
+    returns: the pipeline is then either exactly as before the call, or has learned the
+    whole call (if the final step's committed update cannot be undone) — never the
+    transformers without the final step, or the reverse."""
+    import sklearn_orfit._pipeline as pipeline_module
+
+    X, y = _data()
+    pipe = _pipe().partial_fit(X[:100], y[:100])
+    untouched = _pipe().partial_fit(X[:100], y[:100])
+    learned = _pipe().partial_fit(X[:100], y[:100])
+    learned.prequential_predict(X[100:150], y[100:150])
+    real = pipeline_module._prequential_predict
+
+    def interrupted(estimator, X, y, **kwargs):
+        real(estimator, X, y, **kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline_module, "_prequential_predict", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        pipe.prequential_predict(X[100:150], y[100:150])
+    monkeypatch.undo()
+    seen = [step.n_samples_seen_ for _, step in pipe.steps_ if hasattr(step, "n_samples_seen_")]
+    assert seen in ([100] * 3, [150] * 3), seen
+    ref = untouched if seen[0] == 100 else learned
+    assert_same_state(pipe, ref, params=False)
+    if seen[0] == 100:
+        pipe.partial_fit(X[100:150], y[100:150])
+        ref.partial_fit(X[100:150], y[100:150])
+    np.testing.assert_array_equal(_continue_pipe(pipe, X, y), _continue_pipe(ref, X, y))
+
+
+# set_params mid-stream
+@pytest.mark.parametrize(
+    "params, named",
+    [
+        ({"lagtransformer__n_lags": 5}, "lagtransformer__n_lags"),
+        ({"qrewrlsregressor__window_size": 30}, "qrewrlsregressor__window_size"),
+        ({"randomfourierfeatures__sigma": 2.0}, "randomfourierfeatures__sigma"),
+        ({"qrewrlsregressor": QREWRLSRegressor(30)}, "qrewrlsregressor"),
+        ({"lagtransformer": "passthrough"}, "lagtransformer"),
+    ],
+)
+@pytest.mark.parametrize("method", ["partial_fit", "prequential_predict"])
+def test_pipeline_set_params_mid_stream_is_refused_until_fit(params, named, method):
+    X, y = _data()
+    pipe = _pipe().partial_fit(X[:100], y[:100])
+    fitted = pipe.steps_
+    pipe.set_params(**params)
+    before = pickle.dumps(pipe)
+    with pytest.raises(ValueError, match=rf"{named}.*changed \(set_params\).*Call fit"):
+        getattr(pipe, method)(X[100:150], y[100:150])
+    assert pickle.dumps(pipe) == before and pipe.steps_ is fitted
+    # fit starts a new stream that honours the change
+    pipe.fit(X[:100], y[:100])
+    expected = _pipe().set_params(**params).fit(X[:100], y[:100])
+    np.testing.assert_array_equal(pipe.predict(X[100:120]), expected.predict(X[100:120]))
+    getattr(pipe, method)(X[100:150], y[100:150])  # and continues it
+
+
+@pytest.mark.parametrize("where", ["template", "fitted"])
+def test_pipeline_set_params_on_a_step_directly_is_refused(where):
+    X, y = _data()
+    pipe = _pipe().partial_fit(X[:100], y[:100])
+    # pipe.steps holds the templates; named_steps gives the fitted steps once fitted
+    step = dict(pipe.steps)["lagtransformer"] if where == "template" else pipe.named_steps["lagtransformer"]
+    step.set_params(n_lags=4)  # in place
+    with pytest.raises(ValueError, match="n_lags"):
+        pipe.partial_fit(X[100:150], y[100:150])
+    step.set_params(n_lags=3)  # back as it was: fine
+    pipe.partial_fit(X[100:150], y[100:150])
+
+
+def test_pipeline_execution_params_are_honoured_mid_stream():
+    X, y = _data()
+    ens = FeaturePartitionEnsemble(RandomFourierFeatures(32, random_state=0), QREWRLSRegressor(10))
+    pipe = make_streaming_pipeline(RecursiveStandardScaler(), ens).partial_fit(X[:100], y[:100])
+    ref = make_streaming_pipeline(RecursiveStandardScaler(), clone(ens)).partial_fit(
+        X[:100], y[:100]
+    )
+    pipe.set_params(featurepartitionensemble__n_jobs=2, verbose=True)
+    assert pipe.named_steps_.featurepartitionensemble.n_jobs == 2  # the fitted step too
+    with joblib.parallel_config(backend="threading"):
+        got = pipe.prequential_predict(X[100:150], y[100:150])
+    np.testing.assert_array_equal(got, ref.prequential_predict(X[100:150], y[100:150]))
+
+
+class _BrokenFittedCheck(RandomFourierFeatures):
+    """A step whose fitted check fails with an unexpected error (a bug, an interruption)."""
+
+    def __sklearn_is_fitted__(self):
+        raise RuntimeError("fitted check failed")
+
+
+def test_pipeline_does_not_swallow_errors_of_a_steps_fitted_check():
+    X, y = _data()
+    pipe = make_streaming_pipeline(_BrokenFittedCheck(16, random_state=0), QREWRLSRegressor(5))
+    before = pickle.dumps(pipe)
+    # it was taken for "not fitted": the step was fitted again, silently
+    with pytest.raises(RuntimeError, match="fitted check failed"):
+        pipe.partial_fit(X[:20], y[:20])
+    assert pickle.dumps(pipe) == before
