@@ -13,6 +13,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import UnsetMetadataPassedError
 from sklearn.linear_model import SGDRegressor
 from sklearn.model_selection import GridSearchCV
+from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_orfit import (
     EWRLSRegressor,
@@ -569,3 +570,37 @@ def test_grid_search_routes_weights_through_a_streaming_pipeline():
 def test_set_score_request_needs_routing():
     with pytest.raises(RuntimeError, match="metadata routing"):
         make_prequential_scorer().set_score_request(sample_weight=True)
+
+
+# ---------------------------------------------------------------------- scikit-learn checks
+@parametrize_with_checks(
+    [
+        QREWRLSRegressor(),
+        QREWRLSRegressor(window_size=5, forgetting_factor=0.9, alpha=1e-2),
+        QREWRLSRegressor(solver="givens"),
+        QRDRLSRegressor(),
+        EWRLSRegressor(),
+        EWRLSRegressor(forgetting_factor=0.9),
+        FeaturePartitionEnsemble(RandomFourierFeatures(n_components=40)),
+    ],
+    expected_failed_checks=expected_failed_checks,
+)
+def test_sklearn_sample_weight_checks(estimator, check):
+    # scikit-learn's sample-weight checks (the others run in the estimators' own files);
+    # the equivalence of integer weights and repeated rows is an expected failure of
+    # windowed or forgetting models, with the reason in expected_failed_checks
+    name = getattr(check, "func", check).__name__
+    if "sample_weight" not in name:
+        pytest.skip("not a sample-weight check")
+    check(estimator)
+
+
+@pytest.mark.parametrize("solver", ["auto", "givens", "svd"])
+def test_sklearn_equivalence_check_passes_when_the_window_holds_every_row(solver):
+    # the check repeats 15 rows into 27: a window of 40 without forgetting holds them
+    # all, and then integer weights are repeated rows (whatever the order)
+    from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
+
+    check_sample_weight_equivalence_on_dense_data(
+        "QREWRLSRegressor", QREWRLSRegressor(window_size=40, solver=solver)
+    )
