@@ -431,6 +431,21 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
     and ``verbose`` do not change what is learned: ``set_params`` also sets them on the
     fitted steps at once.
 
+    **Metadata (sample_weight).** Only the final estimator takes metadata: the
+    transformers learn from the inputs alone. :meth:`fit` and :meth:`partial_fit` pass
+    ``sample_weight=w`` or ``<final step>__sample_weight=w`` to the final step's
+    ``partial_fit`` (unlike :class:`~sklearn.pipeline.Pipeline`, a bare
+    ``sample_weight`` is accepted: it can only mean the final step);
+    :meth:`prequential_predict` takes ``sample_weight=`` and passes it to the final
+    step's prequential predictions. With metadata routing enabled
+    (``sklearn.set_config(enable_metadata_routing=True)``), :meth:`fit` routes what the
+    final step's ``fit`` requests (``set_fit_request(sample_weight=True)``) and
+    :meth:`partial_fit` what its ``partial_fit`` requests
+    (:meth:`get_metadata_routing`), so that ``GridSearchCV(pipe, ...).fit(X, y,
+    sample_weight=w)`` weights the warm-up of each fold. Metadata for a transformer is a
+    ``ValueError``, and so are weights for a final step that takes none; weights are
+    validated (numbers, finite, ``>= 0``, one per row) before any step learns.
+
     ``memory`` and ``transform_input`` of :class:`~sklearn.pipeline.Pipeline` are not
     supported (nothing is cached: each step learns once per row anyway). As with
     :class:`~sklearn.pipeline.Pipeline`, indexing and ``named_steps`` give the fitted
