@@ -28,8 +28,10 @@ import math
 import os
 import pickle
 import platform
+import socket
 import sys
 import tempfile
+import threading
 import warnings
 
 import numpy as np
@@ -1038,14 +1040,7 @@ def _workers(args):
     except ImportError:
         raise CLIError("--backend dask needs the optional packages dask and distributed "
                        "(pip install 'dask[distributed]')") from None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            client = distributed.Client(args.scheduler, timeout=_SCHEDULER_TIMEOUT,
-                                        set_as_default=False)
-    except (OSError, TimeoutError, ValueError, TypeError) as exc:
-        raise CLIError(f"cannot reach the dask scheduler at {args.scheduler} within "
-                       f"{_SCHEDULER_TIMEOUT} s: {str(exc) or type(exc).__name__}") from None
+    client = _dask_client(distributed, args.scheduler)
     try:
         with joblib.parallel_config(backend="dask", client=client):
             yield
@@ -1055,6 +1050,55 @@ def _workers(args):
 
 
 _SCHEDULER_TIMEOUT = 5  # seconds
+
+
+def _dask_client(distributed, address):
+    """A client of the dask scheduler at ``address``, or a one-line error within
+    ``_SCHEDULER_TIMEOUT`` seconds (a bad address, nothing listening, no scheduler)."""
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, location = parse_address(address)
+        host, port = parse_host_port(location) if scheme != "inproc" else (None, None)
+    except (ValueError, TypeError) as exc:
+        raise CLIError(f"--scheduler {address!r} is not a dask scheduler address (e.g. "
+                       f"tcp://127.0.0.1:8786): {exc}") from None
+    unreachable = f"cannot reach the dask scheduler at {address} within " \
+                  f"{_SCHEDULER_TIMEOUT} s"
+    if scheme in ("tcp", "tls", "ws", "wss"):  # a plain connection first: fails fast
+        try:
+            socket.create_connection((host, port), timeout=_SCHEDULER_TIMEOUT).close()
+        except OSError as exc:
+            raise CLIError(f"{unreachable}: {exc.strerror or exc}") from None
+    client = distributed.Client.__new__(distributed.Client)
+    outcome = {}
+
+    def connect():
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                client.__init__(address, timeout=_SCHEDULER_TIMEOUT, set_as_default=False)
+            outcome["ok"] = True
+        except Exception as exc:  # reported below
+            outcome["error"] = exc
+
+    # a server that accepts the connection but never answers (not a dask scheduler) can
+    # keep the client waiting past its timeout: the wait is bounded here
+    thread = threading.Thread(target=connect, name="sklearn-orfit-dask-connect",
+                              daemon=True)
+    thread.start()
+    thread.join(_SCHEDULER_TIMEOUT + 1)
+    if outcome.get("ok"):
+        return client
+    # a client that never connected would otherwise wait at exit to close
+    with contextlib.suppress(Exception):
+        client.status = "closed"
+        client._loop_runner.stop()
+    exc = outcome.get("error")
+    detail = (str(exc) or type(exc).__name__
+              if isinstance(exc, (OSError, TimeoutError, ValueError))
+              else "no valid answer (is it a dask scheduler?)")
+    raise CLIError(f"{unreachable}: {detail}")
 
 
 def _run_tasks(tasks, args):

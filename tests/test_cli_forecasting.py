@@ -578,6 +578,30 @@ def test_unreachable_scheduler(tmp_path, data, capsys, monkeypatch, must_not_com
                    "within 1 s")
 
 
+def test_server_that_is_not_a_scheduler(tmp_path, data, capsys, monkeypatch,
+                                       must_not_compute):
+    """A server that accepts the connection and never answers: an error within the
+    timeout (the dask client alone would wait for ever)."""
+    pytest.importorskip("distributed")
+    import socket
+
+    monkeypatch.setattr(_cli, "_SCHEDULER_TIMEOUT", 1)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        address = "tcp://127.0.0.1:%d" % server.getsockname()[1]
+        status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a,b", *SMALL,
+                              "--no-save", "--scheduler", address], capsys)
+    one_line_error(status, err, f"cannot reach the dask scheduler at {address}")
+
+
+def test_bad_scheduler_address(tmp_path, data, capsys, must_not_compute):
+    pytest.importorskip("distributed")
+    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a,b", *SMALL,
+                          "--scheduler", "nonsense"], capsys)
+    one_line_error(status, err, "'nonsense' is not a dask scheduler address")
+
+
 # ------------------------------------------------------------------ 6. horizon, exog
 def test_horizon_rows_match_make_lagged_and_map_back_to_levels():
     """The H-step problem: lags as make_lagged(horizon=H, exog=), the diff target is the
