@@ -1280,7 +1280,9 @@ def _forecast(args, out, given=frozenset()):
     if args.season is not None:
         season, season_how = args.season, "given" if "season" in given else "saved"
     else:
-        season, season_how = _infer_season(data.times if _increasing(data.times) else None)
+        season, season_how = (_infer_season(data.times) if _increasing(data.times) else
+                              (None, "no time stamps" if data.times is None
+                               else "time stamps not increasing"))
     settings = {key: getattr(args, key) for key in _STREAM_SETTINGS}
     if continuing:
         skip = header["skip"]
@@ -1319,9 +1321,10 @@ def _forecast(args, out, given=frozenset()):
         f"{exog_text} → {n_steps} predict-then-update steps"
         + ("" if continuing else f" (first {skip} not scored)"))
     if data.time_column is not None:
-        say(f"time: column {data.time_column!r}"
-            + ("" if _increasing(data.times) else
-               " (not increasing: the figure uses positions)"))
+        say(f"time: column {data.time_column!r}")
+    if data.times is not None and not _increasing(data.times):
+        notes.append("the time stamps are not increasing: the figure uses positions and "
+                     "no season is inferred from them")
     with _workers(args):
         outcomes = _run_tasks(tasks, args)
     results = {name: o[0] for name, o in zip(names, outcomes)}
@@ -1373,16 +1376,15 @@ def _forecast(args, out, given=frozenset()):
         total = sum(res.seconds for res in results.values())
         say(f"\ntime: {total:.2f} s of model time over {len(names)} series")
     for name, result in results.items():
+        who = f"{name}: " if several else ""
         if not np.all(np.isfinite(result.forecast)):
-            notes.append(f"{name}: {int(np.sum(~np.isfinite(result.forecast)))} forecasts "
+            notes.append(f"{who}{int(np.sum(~np.isfinite(result.forecast)))} forecasts "
                          "are not finite: the model diverged on this stream")
         elif not all(np.isfinite(x) for x in (result.res_mse, result.res_var,
                                                result.res_mse_std, result.res_var_std)):
-            notes.append(f"{name}: some scores overflow float64 (inf/nan above): the "
+            notes.append(f"{who}some scores overflow float64 (inf/nan above): the "
                          "forecasts are far from the series (the model diverged on this "
                          "stream)")
-    if not several:
-        notes = [n.split(": ", 1)[1] for n in notes]
     if n_warn:
         first = next(o[3] for o in outcomes if o[2])
         notes.append(f"{n_warn} warning(s) during the run; first: {first}")

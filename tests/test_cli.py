@@ -274,3 +274,20 @@ def test_version_and_help(tmp_path):
     assert proc.returncode == 0 and proc.stdout.startswith("sklearn-orfit ")
     proc = run_cli("forecast", "--help", cwd=tmp_path)
     assert proc.returncode == 0 and "--csv" in proc.stdout and "--model" in proc.stdout
+
+
+def test_json_output_end_to_end(tmp_path, series):
+    """--json in a real process: stdout is exactly one JSON object (no progress bar, no
+    notes, no warnings), for scripts."""
+    import json
+
+    write_series_csv(tmp_path / "s.csv", series)
+    proc = run_cli("forecast", "--csv", "s.csv", "--column", "load,temperature",
+                   "--n-lags", 4, "--window-size", 20, "--n-components", 64, "--json",
+                   "--no-plot", "--output-dir", "o", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [s["name"] for s in doc["series"]] == ["load", "temperature"]
+    assert doc["settings"]["time_column"] == "date"  # detected
+    assert "mean of the per-series metrics" in doc["aggregate"]["method"]
+    assert proc.stderr == ""

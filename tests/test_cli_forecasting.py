@@ -797,3 +797,29 @@ def test_bundled_series_continued_from_a_csv(tmp_path, capsys):
     tail = whole["position"].astype(int) >= 300
     for key in ("position", "time", "forecast"):
         np.testing.assert_array_equal(rest[key], whole[key][tail])
+
+
+def test_time_stamps_that_do_not_increase(tmp_path, capsys, monkeypatch):
+    """Repeated or unordered stamps stay in the predictions; the figure uses positions,
+    no season is inferred, and a note says so."""
+    seen = {}
+
+    def fake_plot(result, path, *, times=None, **kwargs):
+        seen["times"] = times
+        return None
+
+    monkeypatch.setattr(ex, "plot_forecast", fake_plot)
+    stamps = TIMES.copy()
+    stamps[100] = stamps[10]
+    write_csv(tmp_path / "s.csv", make_columns(), times=stamps)
+    argv = ["--csv", tmp_path / "s.csv", "--column", "a", *SMALL, "--output-dir",
+            tmp_path / "o"]
+    status, out, err = run([a for a in argv if a != "--no-plot"], capsys)
+    assert status == 0, err
+    assert "note: the time stamps are not increasing" in out
+    assert seen["times"] is None
+    pred = read_predictions(tmp_path / "o" / "forecast_s_a_abo.csv")
+    assert pred["time"][100 - int(pred["position"][0])] == str(stamps[10])
+    doc = run_json([*argv, "--no-save"], capsys)
+    assert doc["settings"]["season"] is None
+    assert any("not increasing" in n for n in doc["notes"])
