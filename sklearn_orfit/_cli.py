@@ -147,9 +147,9 @@ def build_parser():
                      help="CSV file with a header row (delimiter , ; tab or | detected)")
     src.add_argument("--column", metavar="NAME[,NAME...]|all", default=None, action=_Once,
                      help="column(s) of --csv to forecast (optional when one column "
-                     "besides the time and --exog columns is numeric): a name, a comma-separated list, or 'all' (every numeric "
-                     "column except the time and --exog columns); each series gets its "
-                     "own model")
+                     "besides the time and --exog columns is numeric): a name, a "
+                     "comma-separated list, or 'all' (every numeric column except the "
+                     "time and --exog columns); each series gets its own model")
     src.add_argument("--time-column", metavar="NAME", default=None, action=_Once,
                      help="column of --csv holding the time stamps (ISO 8601: 2024-01-31, "
                      "2024-01-31T12:00 or '2024-01-31 12:00'), written to the predictions "
@@ -1309,146 +1309,147 @@ def _forecast(args, out, given=frozenset()):
                     "diff": f"changes over {h} steps (inputs: first differences)",
                     "logdiff": f"log changes over {h} steps (inputs: log returns)"
                     }[transform]
-    say(f"{PROG} forecast: {label} — {data.description}; {n_values} values"
-        + (f", continuing {args.load_model}" if continuing else ""))
-    say(f"model: {args.model} = {_model_description(args, args.n_components)}"
-        + (f", one per series ({len(names)} series)" if several else ""))
-    exog_text = (f" + {', '.join(data.exog_names)} ({len(data.exog_names)} exog, "
-                 "standardised levels)" if data.exog_names else "")
-    ahead = "one step" if h == 1 else f"{h} steps"
-    n_steps = (n_values if continuing else n_rows) * len(names)
-    say(f"rows: {modelled}, standardised with past mean/std, {args.n_lags} lags"
-        f"{exog_text} → {n_steps} predict-then-update steps"
-        + ("" if continuing else f" (first {skip} not scored)"))
-    if data.time_column is not None:
-        say(f"time: column {data.time_column!r}")
-    if data.times is not None and not _increasing(data.times):
-        notes.append("the time stamps are not increasing: the figure uses positions and "
-                     "no season is inferred from them")
+    # the workers (a dask cluster: connected) before anything is printed
     with _workers(args):
+        say(f"{PROG} forecast: {label} — {data.description}; {n_values} values"
+            + (f", continuing {args.load_model}" if continuing else ""))
+        say(f"model: {args.model} = {_model_description(args, args.n_components)}"
+            + (f", one per series ({len(names)} series)" if several else ""))
+        exog_text = (f" + {', '.join(data.exog_names)} ({len(data.exog_names)} exog, "
+                     "standardised levels)" if data.exog_names else "")
+        ahead = "one step" if h == 1 else f"{h} steps"
+        n_steps = (n_values if continuing else n_rows) * len(names)
+        say(f"rows: {modelled}, standardised with past mean/std, {args.n_lags} lags"
+            f"{exog_text} → {n_steps} predict-then-update steps"
+            + ("" if continuing else f" (first {skip} not scored)"))
+        if data.time_column is not None:
+            say(f"time: column {data.time_column!r}")
+        if data.times is not None and not _increasing(data.times):
+            notes.append("the time stamps are not increasing: the figure uses positions and "
+                         "no season is inferred from them")
         outcomes = _run_tasks(tasks, args)
-    results = {name: o[0] for name, o in zip(names, outcomes)}
-    n_warn = sum(o[2] for o in outcomes)
-    reports = [_series_report(name, results[name], data.series[name].shape[0])
-               for name in names]
-    units = data.units
-    u1 = f" ({units})" if units else ""
-    u2, u4 = (f" ({units}²)", f" ({units}⁴)") if units else ("", "")
-    season_text = (f"season {season}, {season_how}" if season else
-                   f"no seasonal-naive comparison: {season_how}; give --season")
-    if not several:
-        (result,) = results.values()
-        r = reports[0]
-        say(f"\n{'':16}{'ResMSE' + u2:>16}{'ResVAR' + u4:>16}")
-        say(f"{'forecast':16}{_fmt(result.res_mse):>16}{_fmt(result.res_var):>16}")
-        say(f"{'persistence':16}{_fmt(result.persistence_mse):>16}"
-            f"{_fmt(result.persistence_var):>16}")
-        say(f"{'standardised':16}{_fmt(result.res_mse_std):>16}"
-            f"{_fmt(result.res_var_std):>16}")
-        say("(persistence: the last value as forecast; standardised: errors of the "
-            "standardised rows the model learns)")
-        say(f"\nin the series' units{u1}: RMSE {_value(r['rmse'])}, MAE {_value(r['mae'])}, "
-            f"MASE {_value(r['mase'], '{:.3f}')} ({r['n_scored']} forecasts scored; "
-            f"{season_text})")
-        say(f"MSE skill vs the last value {_value(r['skill_last_value'], '{:.3f}')}, vs the "
-            f"seasonal naive {_value(r['skill_seasonal_naive'], '{:.3f}')}")
-        if r["summary"]:
-            say(r["summary"])
-        say(f"\ntime per update: {result.seconds_per_update * 1e6:.1f} µs "
-            f"(features + predict + update; {result.y_pred.shape[0]} updates in "
-            f"{result.seconds:.2f} s)")
-    else:
-        width = max(12, *(len(n) + 2 for n in names))
-        say(f"\n{'series':{width}}{'RMSE':>11}{'MAE':>11}{'MASE':>8}{'skill last':>12}"
-            f"{'skill seas.':>12}{'ResMSE':>12}{'ResVAR':>12}")
-        agg = _aggregate(reports)
-        for r in [*reports, {**agg, "name": "mean"}]:
-            say(f"{r['name']:{width}}{_value(r['rmse']):>11}{_value(r['mae']):>11}"
-                f"{_value(r['mase'], '{:.3f}'):>8}"
-                f"{_value(r['skill_last_value'], '{:.3f}'):>12}"
-                f"{_value(r['skill_seasonal_naive'], '{:.3f}'):>12}"
-                f"{_value(r['res_mse']):>12}{_value(r['res_var']):>12}")
-        say(f"(mean: the mean of the per-series metrics, each series with its own model; "
-            f"skills: MSE skill vs the last value and the seasonal naive, {season_text})")
-        for r in reports:
+        results = {name: o[0] for name, o in zip(names, outcomes)}
+        n_warn = sum(o[2] for o in outcomes)
+        reports = [_series_report(name, results[name], data.series[name].shape[0])
+                   for name in names]
+        units = data.units
+        u1 = f" ({units})" if units else ""
+        u2, u4 = (f" ({units}²)", f" ({units}⁴)") if units else ("", "")
+        season_text = (f"season {season}, {season_how}" if season else
+                       f"no seasonal-naive comparison: {season_how}; give --season")
+        if not several:
+            (result,) = results.values()
+            r = reports[0]
+            say(f"\n{'':16}{'ResMSE' + u2:>16}{'ResVAR' + u4:>16}")
+            say(f"{'forecast':16}{_fmt(result.res_mse):>16}{_fmt(result.res_var):>16}")
+            say(f"{'persistence':16}{_fmt(result.persistence_mse):>16}"
+                f"{_fmt(result.persistence_var):>16}")
+            say(f"{'standardised':16}{_fmt(result.res_mse_std):>16}"
+                f"{_fmt(result.res_var_std):>16}")
+            say("(persistence: the last value as forecast; standardised: errors of the "
+                "standardised rows the model learns)")
+            say(f"\nin the series' units{u1}: RMSE {_value(r['rmse'])}, MAE {_value(r['mae'])}, "
+                f"MASE {_value(r['mase'], '{:.3f}')} ({r['n_scored']} forecasts scored; "
+                f"{season_text})")
+            say(f"MSE skill vs the last value {_value(r['skill_last_value'], '{:.3f}')}, vs the "
+                f"seasonal naive {_value(r['skill_seasonal_naive'], '{:.3f}')}")
             if r["summary"]:
-                say(f"{r['name']}: {r['summary']}")
-        total = sum(res.seconds for res in results.values())
-        say(f"\ntime: {total:.2f} s of model time over {len(names)} series")
-    for name, result in results.items():
-        who = f"{name}: " if several else ""
-        if not np.all(np.isfinite(result.forecast)):
-            notes.append(f"{who}{int(np.sum(~np.isfinite(result.forecast)))} forecasts "
-                         "are not finite: the model diverged on this stream")
-        elif not all(np.isfinite(x) for x in (result.res_mse, result.res_var,
-                                               result.res_mse_std, result.res_var_std)):
-            notes.append(f"{who}some scores overflow float64 (inf/nan above): the "
-                         "forecasts are far from the series (the model diverged on this "
-                         "stream)")
-    if n_warn:
-        first = next(o[3] for o in outcomes if o[2])
-        notes.append(f"{n_warn} warning(s) during the run; first: {first}")
-    for note in notes:
-        say(f"note: {note}")
-    files = {}
-    if args.save_model is not None:
-        _save_model(args.save_model, {
-            "format": _MODEL_FORMAT, "format_version": _MODEL_FORMAT_VERSION,
-            "package_version": __version__, "settings": settings, "series": names,
-            "exog": list(data.exog_names), "n_inputs": args.n_lags * (1 + args.n_exog),
-            "skip": int(skip), "season": None if season is None else int(season),
-            "source_kind": "csv" if args.csv is not None else "dataset",
-        }, {name: o[1] for name, o in zip(names, outcomes)})
-        say(f"model: {args.save_model}")
-        files["model"] = args.save_model
-    per_series = {}
-    if not args.no_save:
-        times = data.times
-        plot_times = times if _increasing(times) else None
+                say(r["summary"])
+            say(f"\ntime per update: {result.seconds_per_update * 1e6:.1f} µs "
+                f"(features + predict + update; {result.y_pred.shape[0]} updates in "
+                f"{result.seconds:.2f} s)")
+        else:
+            width = max(12, *(len(n) + 2 for n in names))
+            say(f"\n{'series':{width}}{'RMSE':>11}{'MAE':>11}{'MASE':>8}{'skill last':>12}"
+                f"{'skill seas.':>12}{'ResMSE':>12}{'ResVAR':>12}")
+            agg = _aggregate(reports)
+            for r in [*reports, {**agg, "name": "mean"}]:
+                say(f"{r['name']:{width}}{_value(r['rmse']):>11}{_value(r['mae']):>11}"
+                    f"{_value(r['mase'], '{:.3f}'):>8}"
+                    f"{_value(r['skill_last_value'], '{:.3f}'):>12}"
+                    f"{_value(r['skill_seasonal_naive'], '{:.3f}'):>12}"
+                    f"{_value(r['res_mse']):>12}{_value(r['res_var']):>12}")
+            say(f"(mean: the mean of the per-series metrics, each series with its own model; "
+                f"skills: MSE skill vs the last value and the seasonal naive, {season_text})")
+            for r in reports:
+                if r["summary"]:
+                    say(f"{r['name']}: {r['summary']}")
+            total = sum(res.seconds for res in results.values())
+            say(f"\ntime: {total:.2f} s of model time over {len(names)} series")
         for name, result in results.items():
-            full = name if args.csv is None else f"{data.source}:{name}"
-            safe = "".join(c if c.isalnum() or c in "-." else "_" for c in full)
-            stem = f"forecast_{safe}_{args.model}"
-            csv_path = os.path.join(args.output_dir, stem + ".csv")
-            _write_predictions(csv_path, result, times, time_offset)
-            say(f"predictions: {csv_path}")
-            per_series[name] = {"predictions": csv_path}
-            if args.no_plot:
-                continue
-            png_path = os.path.join(args.output_dir, stem + ".png")
-            k = result.index - time_offset
-            with _replacing(png_path) as tmp:
-                drawn = ex.plot_forecast(
-                    result, tmp,
-                    title=f"{data.description if not several else full}\n{args.model}, "
-                          f"{ahead} ahead, last {args.plot_last} values (ResMSE "
-                          f"{result.res_mse:.4g}; persistence {result.persistence_mse:.4g})",
-                    times=None if plot_times is None else plot_times[k],
-                    rolling=args.rolling, last=args.plot_last, units=units,
-                    horizon=h,
-                )
-            say(f"figure: {png_path}" if drawn else
-                "figure: not drawn (matplotlib is not installed)")
-            if drawn:
-                per_series[name]["figure"] = png_path
-    if as_json:
-        for r in reports:
-            r.update(per_series.get(r["name"], {}))
-        doc = {
-            "command": "forecast", "version": __version__, "source": data.source,
-            "description": data.description, "units": units,
-            "continued_from": args.load_model,
-            "settings": {**settings, "exog": list(data.exog_names),
-                         "time_column": data.time_column, "season": season,
-                         "season_from": season_how if season else None, "skip": skip,
-                         "n_jobs": args.n_jobs, "backend": args.backend or (
-                             "dask" if args.scheduler else None)},
-            "series": reports,
-            "aggregate": _aggregate(reports),
-            "notes": notes, "files": files,
-        }
-        print(json.dumps(_jsonable(doc), ensure_ascii=False, allow_nan=False), file=out)
-    return 0
+            who = f"{name}: " if several else ""
+            if not np.all(np.isfinite(result.forecast)):
+                notes.append(f"{who}{int(np.sum(~np.isfinite(result.forecast)))} forecasts "
+                             "are not finite: the model diverged on this stream")
+            elif not all(np.isfinite(x) for x in (result.res_mse, result.res_var,
+                                                   result.res_mse_std, result.res_var_std)):
+                notes.append(f"{who}some scores overflow float64 (inf/nan above): the "
+                             "forecasts are far from the series (the model diverged on this "
+                             "stream)")
+        if n_warn:
+            first = next(o[3] for o in outcomes if o[2])
+            notes.append(f"{n_warn} warning(s) during the run; first: {first}")
+        for note in notes:
+            say(f"note: {note}")
+        files = {}
+        if args.save_model is not None:
+            _save_model(args.save_model, {
+                "format": _MODEL_FORMAT, "format_version": _MODEL_FORMAT_VERSION,
+                "package_version": __version__, "settings": settings, "series": names,
+                "exog": list(data.exog_names), "n_inputs": args.n_lags * (1 + args.n_exog),
+                "skip": int(skip), "season": None if season is None else int(season),
+                "source_kind": "csv" if args.csv is not None else "dataset",
+            }, {name: o[1] for name, o in zip(names, outcomes)})
+            say(f"model: {args.save_model}")
+            files["model"] = args.save_model
+        per_series = {}
+        if not args.no_save:
+            times = data.times
+            plot_times = times if _increasing(times) else None
+            for name, result in results.items():
+                full = name if args.csv is None else f"{data.source}:{name}"
+                safe = "".join(c if c.isalnum() or c in "-." else "_" for c in full)
+                stem = f"forecast_{safe}_{args.model}"
+                csv_path = os.path.join(args.output_dir, stem + ".csv")
+                _write_predictions(csv_path, result, times, time_offset)
+                say(f"predictions: {csv_path}")
+                per_series[name] = {"predictions": csv_path}
+                if args.no_plot:
+                    continue
+                png_path = os.path.join(args.output_dir, stem + ".png")
+                k = result.index - time_offset
+                with _replacing(png_path) as tmp:
+                    drawn = ex.plot_forecast(
+                        result, tmp,
+                        title=f"{data.description if not several else full}\n{args.model}, "
+                              f"{ahead} ahead, last {args.plot_last} values (ResMSE "
+                              f"{result.res_mse:.4g}; persistence {result.persistence_mse:.4g})",
+                        times=None if plot_times is None else plot_times[k],
+                        rolling=args.rolling, last=args.plot_last, units=units,
+                        horizon=h,
+                    )
+                say(f"figure: {png_path}" if drawn else
+                    "figure: not drawn (matplotlib is not installed)")
+                if drawn:
+                    per_series[name]["figure"] = png_path
+        if as_json:
+            for r in reports:
+                r.update(per_series.get(r["name"], {}))
+            doc = {
+                "command": "forecast", "version": __version__, "source": data.source,
+                "description": data.description, "units": units,
+                "continued_from": args.load_model,
+                "settings": {**settings, "exog": list(data.exog_names),
+                             "time_column": data.time_column, "season": season,
+                             "season_from": season_how if season else None, "skip": skip,
+                             "n_jobs": args.n_jobs, "backend": args.backend or (
+                                 "dask" if args.scheduler else None)},
+                "series": reports,
+                "aggregate": _aggregate(reports),
+                "notes": notes, "files": files,
+            }
+            print(json.dumps(_jsonable(doc), ensure_ascii=False, allow_nan=False), file=out)
+        return 0
 
 
 def _machine(threads_ctx_describe):

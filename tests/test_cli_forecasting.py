@@ -571,11 +571,12 @@ def test_dask_backend_errors(tmp_path, data, capsys, monkeypatch, must_not_compu
 def test_unreachable_scheduler(tmp_path, data, capsys, monkeypatch, must_not_compute):
     pytest.importorskip("distributed")
     monkeypatch.setattr(_cli, "_SCHEDULER_TIMEOUT", 1)
-    status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a,b", *SMALL,
-                          "--no-save", "--backend", "dask", "--scheduler",
-                          "tcp://127.0.0.1:9"], capsys)
+    status, out, err = run(["--csv", tmp_path / "all.csv", "--column", "a,b", *SMALL,
+                            "--no-save", "--backend", "dask", "--scheduler",
+                            "tcp://127.0.0.1:9"], capsys)
     one_line_error(status, err, "cannot reach the dask scheduler at tcp://127.0.0.1:9",
                    "within 1 s")
+    assert out == ""  # refused before the run's header is printed
 
 
 def test_server_that_is_not_a_scheduler(tmp_path, data, capsys, monkeypatch,
