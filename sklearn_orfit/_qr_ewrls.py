@@ -279,19 +279,30 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         self.coef_ = np.zeros(n_features if y_ndim == 1 else (n_features, n_targets))
         self.n_samples_seen_ = 0
 
-    def _learn(self, X, Y, *, predict):
-        """Hand the rows to the solver; all or nothing.
+    def _begin_pieces(self, n_rows):
+        # one undo record for the next n_rows rows, learned in several _learn calls
+        self._checkpoint(n_rows)
+        return {"checkpoint": False}
 
-        The solver keeps an undo record of what the rows overwrite; an error (overflow, or
-        an interrupt) puts everything back.
-        """
+    def _checkpoint(self, n_rows):
         solver = self._solver
         # loaded with mmap_mode="r" or "r+", or handed to a joblib worker (which maps
         # arrays above 1 MB read-only): learn on plain copies, never into the file
         make_private(solver)
         # the solver writes into its arrays: if the call fails, its undo record puts them back
-        record = solver.checkpoint(X.shape[0])
+        record = solver.checkpoint(n_rows)
         on_rollback(lambda: solver.restore(record))
+
+    def _learn(self, X, Y, *, predict, checkpoint=True):
+        """Hand the rows to the solver; all or nothing.
+
+        The solver keeps an undo record of what the rows overwrite (``checkpoint=False``:
+        the caller took one for them, :meth:`_begin_pieces`); an error (overflow, or an
+        interrupt) puts everything back.
+        """
+        solver = self._solver
+        if checkpoint:
+            self._checkpoint(X.shape[0])
         # overflow is detected below and reported as an error, not as a warning
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
             # long calls in pieces: the solvers' temporaries are O(rows × (N + D))

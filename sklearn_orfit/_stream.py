@@ -620,6 +620,13 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
             Y_pred = Y_pred[:, 0]
         return Y_pred
 
+    def _begin_pieces(self, n_rows):
+        """Before a call is learned in several ``_learn`` calls (of ``n_rows`` in all):
+        the keyword arguments for them. An estimator that keeps an undo record per
+        ``_learn`` call takes one record for all the rows here and returns the option
+        that skips the others (:class:`QREWRLSRegressor`); by default nothing."""
+        return {}
+
     def _learn_weighted(self, X, Y, sample_weight, *, predict):
         """``_learn`` with per-row weights: rows and targets scaled by ``√w``.
 
@@ -648,11 +655,14 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
         Y_pred = np.empty(Y.shape)
         starts = np.flatnonzero(root == 0.0)
         bounds = [0, *[int(j) for j in starts if j > 0], n]
+        # one undo record for the whole call, not one per piece (a call with many
+        # zero-weight rows would otherwise keep one record per row until it ends)
+        piece = self._begin_pieces(n) if len(bounds) > 2 else {}
         for a, b in zip(bounds[:-1], bounds[1:]):
             if root[a] == 0.0:
                 # the prediction of the unscaled row by the state before it
                 Y_pred[a] = self._predict_rows(X[a : a + 1])[0]
-            P = self._learn(Xs[a:b], Ys[a:b], predict=True)
+            P = self._learn(Xs[a:b], Ys[a:b], predict=True, **piece)
             live = root[a:b] > 0.0
             Y_pred[a:b][live] = P[live] / root[a:b][live, None]
         return Y_pred

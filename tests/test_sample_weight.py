@@ -604,3 +604,43 @@ def test_sklearn_equivalence_check_passes_when_the_window_holds_every_row(solver
     check_sample_weight_equivalence_on_dense_data(
         "QREWRLSRegressor", QREWRLSRegressor(window_size=40, solver=solver)
     )
+
+
+@pytest.mark.parametrize("N,D,solver", [(20, 8, "auto"), (40, 8, "auto"), (40, 100, "auto"),
+                                        (20, 64, "givens"), (20, 8, "svd")])
+def test_interrupt_inside_a_weighted_call_changes_nothing(N, D, solver, monkeypatch):
+    # a call with zero-weight rows is learned in pieces under one undo record: an
+    # interrupt in a later piece puts back the rows of the earlier ones too
+    Z, y = features(D)
+    w = weights()
+    reg = QREWRLSRegressor(N, forgetting_factor=0.9, solver=solver)
+    reg.fit(Z[:60], y[:60])
+    before = pickle.dumps(reg)
+    solver_obj = reg._solver
+    real = type(solver_obj).update
+    calls = {"update": 0, "checkpoint": 0}
+    real_checkpoint = type(solver_obj).checkpoint
+
+    def counting_checkpoint(self, n_rows):
+        calls["checkpoint"] += 1
+        return real_checkpoint(self, n_rows)
+
+    def update(self, Zb, Yb, *, predict):
+        calls["update"] += 1
+        if calls["update"] == 6:
+            raise KeyboardInterrupt
+        return real(self, Zb, Yb, predict=predict)
+
+    monkeypatch.setattr(type(solver_obj), "checkpoint", counting_checkpoint)
+    monkeypatch.setattr(type(solver_obj), "update", update)
+    with pytest.raises(KeyboardInterrupt):
+        reg.prequential_predict(Z[60:200], y[60:200], sample_weight=w[60:200])
+    assert calls["checkpoint"] == 1
+    assert pickle.dumps(reg) == before
+    monkeypatch.undo()
+    # and the same call, uninterrupted, matches a model that never saw the failure
+    ref = QREWRLSRegressor(N, forgetting_factor=0.9, solver=solver).fit(Z[:60], y[:60])
+    np.testing.assert_array_equal(
+        reg.prequential_predict(Z[60:200], y[60:200], sample_weight=w[60:200]),
+        ref.prequential_predict(Z[60:200], y[60:200], sample_weight=w[60:200]),
+    )
