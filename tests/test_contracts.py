@@ -493,22 +493,32 @@ def test_memory_mapped_model_continues_the_stream(name, tmp_path):
 # ---------------------------------------------------------------------- targets
 BAD_TARGETS = {
     "numeric_strings": lambda y: y.astype(str),
+    "strings": lambda y: np.array(["a"] * len(y)),
+    "objects_with_a_string": lambda y: np.array([*y[:-1], "x"], dtype=object),
     "no_columns": lambda y: np.zeros((y.shape[0], 0)),
     "complex": lambda y: y + 1j,
     "none": lambda y: np.array([None] * y.shape[0], dtype=object),
+    "nan": lambda y: np.r_[y[:-1], np.nan],
+    "inf": lambda y: np.r_[np.inf, y[1:]],
+    "wrong_length": lambda y: y[:-1],
+    "2d_where_1d_was_learned": lambda y: y[:, None],
+    "two_targets": lambda y: np.c_[y, y],
+    "3d": lambda y: y[:, None, None],
 }
 
 
+@pytest.mark.parametrize("method", ["partial_fit", "prequential_predict"])
 @pytest.mark.parametrize("bad", list(BAD_TARGETS))
 @pytest.mark.parametrize("name", REGRESSORS)
-def test_bad_targets_get_a_clear_error(name, bad):
+def test_bad_targets_get_a_clear_error(name, bad, method):
     # Regression: numeric strings as y gave a raw UFuncTypeError, y of shape (n, 0) was
-    # reported as "0 feature(s)", None targets as an overflow
+    # reported as "0 feature(s)", None targets as an overflow; a pipeline's steps learned
+    # before its final step refused y
     X, y = stream()
     est = started(name)
     before = pickle.dumps(est)
-    with pytest.raises(ValueError, match=r"(?i)\by\b|target|complex"):
-        est.partial_fit(X[30:40], BAD_TARGETS[bad](y[30:40]))
+    with pytest.raises(ValueError, match=r"(?i)\by\b|target|complex|numbers of samples"):
+        getattr(est, method)(X[30:40], BAD_TARGETS[bad](y[30:40]))
     assert pickle.dumps(est) == before
 
 

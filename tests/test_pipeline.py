@@ -440,38 +440,8 @@ def _continue_pipe(pipe, X, y):
     return np.concatenate([p1, pipe.predict(X[230:250])])
 
 
-BAD_Y = {
-    "2-D where 1-D was learned": lambda y: y[:, None],
-    "wrong length": lambda y: y[:-1],
-    "NaN": lambda y: np.r_[y[:-1], np.nan],
-    "inf": lambda y: np.r_[np.inf, y[1:]],
-    "strings": lambda y: np.array(["a"] * len(y)),
-    "numeric strings": lambda y: y.astype(str),
-    "shape (n, 0)": lambda y: np.empty((len(y), 0)),
-    "two targets": lambda y: np.c_[y, y],
-    "3-D": lambda y: y[:, None, None],
-    "None values": lambda y: [None] * len(y),
-    "complex": lambda y: y + 1j,
-    "objects with a string": lambda y: np.array([*y[:-1], "x"], dtype=object),
-}
-
-
-@pytest.mark.parametrize("method", ["partial_fit", "prequential_predict"])
-@pytest.mark.parametrize("bad", sorted(BAD_Y))
-def test_pipeline_bad_y_changes_nothing(bad, method):
-    X, y = _data()
-    pipe = _pipe().partial_fit(X[:100], y[:100])
-    ref = _pipe().partial_fit(X[:100], y[:100])
-    before = pickle.dumps(pipe)
-    with pytest.raises(ValueError, match="y"):
-        getattr(pipe, method)(X[100:150], BAD_Y[bad](y[100:150]))
-    assert pickle.dumps(pipe) == before
-    for model in (pipe, ref):
-        model.partial_fit(X[100:150], y[100:150])
-    np.testing.assert_array_equal(_continue_pipe(pipe, X, y), _continue_pipe(ref, X, y))
-    assert_same_state(pipe, ref, params=False)
-
-
+# a bad y (NaN, strings, a wrong shape, ...) in partial_fit or prequential_predict:
+# tests/test_contracts.py::test_bad_targets_get_a_clear_error (both pipelines there)
 def test_pipeline_multi_output_stream_rejects_other_target_counts():
     X, y = _data()
     Y = np.c_[y, -y]
