@@ -2,9 +2,13 @@
 
 Subcommands:
 
-* ``forecast`` (the default) — a prequential one-step-ahead forecast of a bundled series
-  or a CSV column: prints ResMSE, ResVAR and the time per update, writes the predictions
-  (CSV) and a figure (PNG, when matplotlib is installed);
+* ``forecast`` (the default) — a prequential forecast, one or ``--horizon`` steps ahead,
+  of a bundled series or of CSV columns (several at once, each with its own model, on
+  joblib's workers or a dask cluster), with optional exogenous columns and time stamps:
+  prints RMSE, MAE, MASE, skill against the last-value and seasonal-naive forecasts,
+  ResMSE, ResVAR and the time per update (or one JSON object, ``--json``), writes the
+  predictions (CSV) and a figure (PNG, when matplotlib is installed); a stream can be
+  saved (``--save-model``) and continued on new values (``--load-model``);
 * ``benchmark`` — the ABO paper's Table 5 speed sweep;
 * ``double-descent`` — the ABO paper's synthetic sweep over the number of features.
 

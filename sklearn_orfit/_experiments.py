@@ -1,10 +1,17 @@
 """Experiments behind the ``sklearn-orfit`` command: forecast, speed sweep, double descent.
 
 Data flows one way: a 1-D series → (optional differencing) → recursive standardisation
-(each value with the mean and standard deviation of the values *before* it) → lags →
-model → prequential predictions, mapped back to the series' units with the same past
-statistics. Nothing here looks ahead: the forecast of value ``t`` uses values ``< t``
-only (the prequential protocol, user guide).
+(each value with the mean and standard deviation of the values *before* it) → lags (of
+the series and of optional exogenous columns) → model → prequential predictions, mapped
+back to the series' units with the statistics known at each forecast's origin. Nothing
+here looks ahead: the forecast of value ``t`` made ``h`` steps ahead uses values
+``<= t - h`` only, and learns a row only once its target is known (delayed labels; the
+prequential protocol, user guide).
+
+A stream can stop and continue: :class:`StreamTail` keeps the bounded past (the last lags
+and the running sums of the statistics) and :func:`run_forecast` aligns its chunks on
+the stream's row numbers, so a continued stream gives the forecasts of one uninterrupted
+run, bit for bit.
 
 The functions are plain and importable, so the command line (:mod:`sklearn_orfit._cli`),
 the documentation's examples and the tests share them. Plots need matplotlib and the
@@ -36,12 +43,18 @@ __all__ = [
     "TABLE5_CPP_MS",
     "ForecastProblem",
     "ForecastResult",
+    "RunningStats",
+    "StreamTail",
     "blas_threads",
     "double_descent_sweep",
+    "extend_tail",
+    "first_origin",
     "make_forecast_model",
     "make_forecast_problem",
+    "past_stats",
     "plot_double_descent",
     "plot_forecast",
+    "problem_from_tail",
     "progress_bar",
     "run_forecast",
     "speed_sweep",
