@@ -1452,7 +1452,7 @@ def _forecast(args, out, given=frozenset()):
                 "aggregate": _aggregate(reports),
                 "notes": notes, "files": files,
             }
-            print(json.dumps(_jsonable(doc), ensure_ascii=False, allow_nan=False), file=out)
+            print(json.dumps(_jsonable(doc), allow_nan=False), file=out)  # ASCII: any terminal
         return 0
 
 

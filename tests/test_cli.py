@@ -291,3 +291,20 @@ def test_json_output_end_to_end(tmp_path, series):
     assert doc["settings"]["time_column"] == "date"  # detected
     assert "mean of the per-series metrics" in doc["aggregate"]["method"]
     assert proc.stderr == ""
+
+
+def test_json_output_survives_an_ascii_terminal(tmp_path, series):
+    """Non-ASCII names stay exact in the JSON (escaped), whatever stdout's encoding."""
+    import json
+
+    with open(tmp_path / "s.csv", "w", encoding="utf-8") as fh:
+        fh.write("σ-load\n" + "\n".join(repr(float(v)) for v in series[:120]) + "\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "sklearn_orfit", "--csv", "s.csv", "--n-lags", "4",
+         "--window-size", "20", "--n-components", "32", "--json", "--no-save"],
+        cwd=tmp_path, capture_output=True, timeout=300, check=False,
+        env={**os.environ, "PYTHONIOENCODING": "ascii"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout.decode("ascii"))
+    assert doc["series"][0]["name"] == "σ-load"
