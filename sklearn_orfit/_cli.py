@@ -1353,10 +1353,10 @@ def _forecast(args, out, given=frozenset()):
             say("(persistence: the last value as forecast; standardised: errors of the "
                 "standardised rows the model learns)")
             say(f"\nin the series' units{u1}: RMSE {_value(r['rmse'])}, MAE {_value(r['mae'])}, "
-                f"MASE {_value(r['mase'], '{:.3f}')} ({r['n_scored']} forecasts scored; "
+                f"MASE {_value(r['mase'], '{:.4g}')} ({r['n_scored']} forecasts scored; "
                 f"{season_text})")
-            say(f"MSE skill vs the last value {_value(r['skill_last_value'], '{:.3f}')}, vs the "
-                f"seasonal naive {_value(r['skill_seasonal_naive'], '{:.3f}')}")
+            say(f"MSE skill vs the last value {_value(r['skill_last_value'], '{:.3g}')}, vs the "
+                f"seasonal naive {_value(r['skill_seasonal_naive'], '{:.3g}')}")
             if r["summary"]:
                 say(r["summary"])
             say(f"\ntime per update: {result.seconds_per_update * 1e6:.1f} µs "
@@ -1364,15 +1364,14 @@ def _forecast(args, out, given=frozenset()):
                 f"{result.seconds:.2f} s)")
         else:
             width = max(12, *(len(n) + 2 for n in names))
-            say(f"\n{'series':{width}}{'RMSE':>11}{'MAE':>11}{'MASE':>8}{'skill last':>12}"
-                f"{'skill seas.':>12}{'ResMSE':>12}{'ResVAR':>12}")
+            say(f"\n{'series':{width}}" + "".join(f" {h:>11}" for h in (
+                "RMSE", "MAE", "MASE", "skill last", "skill seas.", "ResMSE", "ResVAR")))
             agg = _aggregate(reports)
             for r in [*reports, {**agg, "name": "mean"}]:
-                say(f"{r['name']:{width}}{_value(r['rmse']):>11}{_value(r['mae']):>11}"
-                    f"{_value(r['mase'], '{:.3f}'):>8}"
-                    f"{_value(r['skill_last_value'], '{:.3f}'):>12}"
-                    f"{_value(r['skill_seasonal_naive'], '{:.3f}'):>12}"
-                    f"{_value(r['res_mse']):>12}{_value(r['res_var']):>12}")
+                say(f"{r['name']:{width}}" + "".join(
+                    f" {_value(r[k], '{:.4g}'):>11}" for k in (
+                        "rmse", "mae", "mase", "skill_last_value", "skill_seasonal_naive",
+                        "res_mse", "res_var")))
             say(f"(mean: the mean of the per-series metrics, each series with its own model; "
                 f"skills: MSE skill vs the last value and the seasonal naive, {season_text})")
             for r in reports:
