@@ -1105,16 +1105,38 @@ def _dask_client(distributed, address):
     raise CLIError(f"{unreachable}: {detail}")
 
 
-def _run_tasks(tasks, args):
-    """Run the per-series forecasts: in this process, or through joblib's workers."""
-    if len(tasks) == 1 or (args.n_jobs in (None, 1) and args.backend is None
-                           and args.scheduler is None):
-        return [_forecast_task(t) for t in tasks]
-    import joblib
+def _warning_text(w):
+    return f"{w.category.__name__}: {str(w.message).splitlines()[0]}"
 
-    n_jobs = args.n_jobs if args.n_jobs is not None else (
-        -1 if (args.backend == "dask" or args.scheduler) else None)
-    return joblib.Parallel(n_jobs=n_jobs)(joblib.delayed(_forecast_task)(t) for t in tasks)
+
+def _run_tasks(tasks, args):
+    """Run the per-series forecasts: in this process, or through joblib's workers.
+
+    Warnings (numpy's RuntimeWarnings included) are counted and summarised in one note,
+    never printed raw: recorded here for the tasks run by this process (its threads
+    too), and by each task itself in loky's worker processes (one task at a time per
+    process; ``catch_warnings`` is not thread-safe, so threads never record their own).
+    """
+    sequential = len(tasks) == 1 or (args.n_jobs in (None, 1) and args.backend is None
+                                     and args.scheduler is None)
+    in_processes = not sequential and args.backend in (None, "loky") \
+        and args.scheduler is None
+    tasks = [{**t, "record_warnings": in_processes} for t in tasks]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if sequential:
+            outcomes = [_forecast_task(t) for t in tasks]
+        else:
+            import joblib
+
+            n_jobs = args.n_jobs if args.n_jobs is not None else (
+                -1 if (args.backend == "dask" or args.scheduler) else None)
+            outcomes = joblib.Parallel(n_jobs=n_jobs)(
+                joblib.delayed(_forecast_task)(t) for t in tasks)
+    n_warn = len(caught) + sum(o[2] for o in outcomes)
+    first = _warning_text(caught[0]) if caught else next(
+        (o[3] for o in outcomes if o[2]), "")
+    return outcomes, n_warn, first
 
 
 def _forecast_task(task):
@@ -1126,8 +1148,11 @@ def _forecast_task(task):
     """
     s = task["settings"]
     d = s["horizon"] - 1
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
+    record = task.get("record_warnings", False)
+    with (warnings.catch_warnings(record=True) if record else contextlib.nullcontext()
+          ) as caught:
+        if record:
+            warnings.simplefilter("always")
         saved = task["state"]
         if saved is None:
             model = ex.make_forecast_model(
@@ -1158,9 +1183,8 @@ def _forecast_task(task):
         state = {"model": ckpt_model, "tail": frame.cut(keep), "next_row": next_row,
                  "n_rows": problem.first_row + problem.y.shape[0]}
         result = dataclasses.replace(result, checkpoint=None)
-    first = (f"{caught[0].category.__name__}: {str(caught[0].message).splitlines()[0]}"
-             if caught else "")
-    return result, state, len(caught), first
+    caught = caught or []
+    return result, state, len(caught), _warning_text(caught[0]) if caught else ""
 
 
 # ----------------------------------------------------------------------- forecast
@@ -1331,9 +1355,8 @@ def _forecast(args, out, given=frozenset()):
         if data.times is not None and not _increasing(data.times):
             notes.append("the time stamps are not increasing: the figure uses positions and "
                          "no season is inferred from them")
-        outcomes = _run_tasks(tasks, args)
+        outcomes, n_warn, first_warning = _run_tasks(tasks, args)
         results = {name: o[0] for name, o in zip(names, outcomes)}
-        n_warn = sum(o[2] for o in outcomes)
         reports = [_series_report(name, results[name], data.series[name].shape[0])
                    for name in names]
         units = data.units
@@ -1390,8 +1413,7 @@ def _forecast(args, out, given=frozenset()):
                              "forecasts are far from the series (the model diverged on this "
                              "stream)")
         if n_warn:
-            first = next(o[3] for o in outcomes if o[2])
-            notes.append(f"{n_warn} warning(s) during the run; first: {first}")
+            notes.append(f"{n_warn} warning(s) during the run; first: {first_warning}")
         for note in notes:
             say(f"note: {note}")
         files = {}

@@ -824,3 +824,27 @@ def test_time_stamps_that_do_not_increase(tmp_path, capsys, monkeypatch):
     doc = run_json([*argv, "--no-save"], capsys)
     assert doc["settings"]["season"] is None
     assert any("not increasing" in n for n in doc["notes"])
+
+
+@pytest.mark.parametrize("parallel", [[], ["--n-jobs", 2, "--backend", "threading"]])
+def test_warnings_in_the_series_are_one_note(tmp_path, data, capsys, monkeypatch,
+                                             parallel):
+    """Warnings raised while the series run (in threads too) are counted in one note,
+    never printed raw, and the process's warning filters are left as they were
+    (``catch_warnings`` is not thread-safe: the threads do not record their own)."""
+    import warnings
+
+    real = ex.run_forecast
+
+    def warning_run(*args, **kwargs):
+        warnings.warn("something odd", RuntimeWarning)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ex, "run_forecast", warning_run)
+    before = list(warnings.filters)
+    status, out, err = run(["--csv", tmp_path / "all.csv", "--column", "a,b", *SMALL,
+                            "--no-save", *parallel], capsys)
+    assert status == 0, err
+    assert "note: 2 warning(s) during the run; first: RuntimeWarning: something odd" in out
+    assert "something odd" not in err
+    assert warnings.filters == before
