@@ -107,17 +107,16 @@ def must_not_compute(monkeypatch):
 # ------------------------------------------------------------------ 1. --column once
 @pytest.mark.parametrize("flag, first, second", [
     ("--column", "a", "b"), ("--csv", "all.csv", "other.csv"),
-    ("--time-column", "time", "when"), ("--save-model", "m1", "m2"),
+    ("--time-column", "time", "when"), ("--exog", "temp", "b"),
+    ("--save-model", "m1", "m2"), ("--load-model", "m1", "m2"),
 ])
 def test_option_given_twice_is_an_error(tmp_path, data, capsys, must_not_compute, flag,
                                         first, second):
-    """The last --column silently won before: now a one-line error, exit 2."""
-    argv = ["--csv", tmp_path / "all.csv", "--column", "a"]
-    argv = [a for a in argv if a != flag] if flag in ("--csv",) else argv
-    base = [x for i, x in enumerate(argv) if not (flag == "--column" and i >= 2)]
-    if flag == "--csv":
-        base = ["--column", "a"]
-        first, second = tmp_path / first, tmp_path / second
+    """The last --column silently won before: now a one-line error, exit 2 (likewise
+    the other options naming a file or columns)."""
+    base = {"--column": ["--csv", tmp_path / "all.csv"],
+            "--csv": ["--column", "a"]}.get(flag, ["--csv", tmp_path / "all.csv",
+                                                   "--column", "a"])
     status, out, err = run([*base, flag, first, flag, second, *SMALL], capsys)
     one_line_error(status, err, f"{flag} given more than once", "give it once")
     assert out == ""
