@@ -1079,19 +1079,21 @@ def _dask_client(distributed, address):
 
     def connect():
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                client.__init__(address, timeout=_SCHEDULER_TIMEOUT, set_as_default=False)
+            client.__init__(address, timeout=_SCHEDULER_TIMEOUT, set_as_default=False)
             outcome["ok"] = True
         except Exception as exc:  # reported below
             outcome["error"] = exc
 
     # a server that accepts the connection but never answers (not a dask scheduler) can
-    # keep the client waiting past its timeout: the wait is bounded here
+    # keep the client waiting past its timeout: the wait is bounded here. The warnings
+    # are silenced from this thread (the connecting thread may never return, and would
+    # never restore the filters)
     thread = threading.Thread(target=connect, name="sklearn-orfit-dask-connect",
                               daemon=True)
-    thread.start()
-    thread.join(_SCHEDULER_TIMEOUT + 1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        thread.start()
+        thread.join(_SCHEDULER_TIMEOUT + 1)
     if outcome.get("ok"):
         return client
     # a client that never connected would otherwise wait at exit to close

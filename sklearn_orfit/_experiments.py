@@ -23,7 +23,6 @@ import copy
 import math
 import os
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -534,20 +533,27 @@ def run_forecast(model, problem, *, skip, chunk_size=250, quiet=True, desc="fore
     err2_std = (y[keep] - y_pred)[scored] ** 2 if n else np.empty(0)
     # persistence: the last value known at the origin (for changes, a zero change)
     pers2 = (actual - problem.persistence[keep])[scored] ** 2
-    with np.errstate(over="ignore", invalid="ignore", divide="ignore"), \
-            warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    # np.errstate is thread-local (warnings.catch_warnings is not: series may run in
+    # threads); too few scored rows give NaN, not a warning
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         scores = _scores(actual[scored], forecast[scored], season=season,
                          horizon=problem.horizon)
         return ForecastResult(
             y_pred=y_pred, forecast=forecast, actual=actual, scored=scored, seconds=seconds,
-            res_mse=float(np.mean(err2)), res_var=float(np.var(err2, ddof=1)),
-            res_mse_std=float(np.mean(err2_std)), res_var_std=float(np.var(err2_std, ddof=1)),
-            persistence_mse=float(np.mean(pers2)),
-            persistence_var=float(np.var(pers2, ddof=1)),
+            res_mse=_mean(err2), res_var=_var(err2),
+            res_mse_std=_mean(err2_std), res_var_std=_var(err2_std),
+            persistence_mse=_mean(pers2), persistence_var=_var(pers2),
             seconds_per_update=seconds / max(n, 1), index=problem.index[keep],
             scores=scores, checkpoint=snapshot,
         )
+
+
+def _mean(x):
+    return float(np.mean(x)) if x.shape[0] else math.nan
+
+
+def _var(x):
+    return float(np.var(x, ddof=1)) if x.shape[0] > 1 else math.nan
 
 
 _SCORE_KEYS = ("rmse", "mae", "mase", "res_mse", "res_var", "skill_last_value",

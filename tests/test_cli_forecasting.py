@@ -585,7 +585,10 @@ def test_server_that_is_not_a_scheduler(tmp_path, data, capsys, monkeypatch,
     pytest.importorskip("distributed")
     import socket
 
+    import warnings
+
     monkeypatch.setattr(_cli, "_SCHEDULER_TIMEOUT", 1)
+    before = list(warnings.filters)
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
@@ -593,6 +596,7 @@ def test_server_that_is_not_a_scheduler(tmp_path, data, capsys, monkeypatch,
         status, _, err = run(["--csv", tmp_path / "all.csv", "--column", "a,b", *SMALL,
                               "--no-save", "--scheduler", address], capsys)
     one_line_error(status, err, f"cannot reach the dask scheduler at {address}")
+    assert warnings.filters == before  # the hung connection changed nothing
 
 
 def test_bad_scheduler_address(tmp_path, data, capsys, must_not_compute):
