@@ -12,11 +12,11 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import blas, lapack
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._stream import StreamingRegressorMixin, check_delay, check_stream_params, on_rollback
+from ._stream import StreamingRegressorMixin, check_stream_params, on_rollback
 
 __all__ = ["SlidingWindowKRLSRegressor"]
 
@@ -120,13 +120,19 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     once per call, kernel evaluations once per block of rows). There is no intercept:
     centre ``y``.
 
-    **Per-row weights** (``sample_weight``) are not accepted: the weighted kernel ridge
-    problem ``(K + αW⁻¹) a = y`` changes the diagonal of the carried inverse per slot
-    (``1 + α/w_i``, infinite for a zero weight) and the bounds its rounding checks rely
-    on, which this recursion does not implement. :func:`~sklearn_orfit.prequential_predict`,
-    :class:`StreamingPipeline` and :class:`FeaturePartitionEnsemble` raise ``ValueError``
-    when given weights for it; use :class:`QREWRLSRegressor` on
-    :class:`RandomFourierFeatures` (weighted exactly) instead.
+    **Per-row weights.** ``sample_weight`` (``w_i >= 0``, in :meth:`fit`,
+    :meth:`partial_fit` and :meth:`prequential_predict`) gives the weighted kernel ridge
+    regression of the window, ``argmin Σ w_i (y_i − f(x_i))² + α‖f‖²``, i.e.
+    ``ŷ(x) = k(x)ᵀ a`` with ``(K + αW⁻¹) a = y``: the carried inverse is that of
+    ``K + diag(α/w_i)``, updated by the same ``O(N²)`` steps (the new row's diagonal is
+    ``1 + α/w``; the Schur complements are bounded below by ``α/w`` and
+    ``1/(N + max α/w_i)``). A zero-weight row takes its slot (the window is the last
+    ``N`` rows by count) but is held out of the system: zero row and column of the
+    inverse, dual coefficient 0; its prediction is still made. ``α/w_i`` must stay
+    above ``N·ε`` (the floor ``alpha`` has without weights): larger weights are a
+    ``ValueError``. ``inverse_kernel_`` is then ``(K + αW⁻¹)⁻¹``. Uniform weights ``c``
+    act as ``alpha/c``; integer weights are not repeated rows (repeats take window
+    slots and push older rows out).
 
     **Hostile inputs.** The kernel is computed without overflow at every scale: a
     distance whose square overflows is infinite (kernel 0), and a length scale beyond
@@ -265,6 +271,9 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         # upper triangle of (K + αI)⁻¹ in Fortran order: the layout BLAS updates in place
         self._Kinv = np.zeros((N, N), order="F")
         self._dual = np.zeros((N, n_targets))
+        # α/w of each slot: inf for an empty slot or a zero-weight row (held out of the
+        # system: zero row and column in the inverse)
+        self._reg = np.full(N, np.inf)
         self._pos = 0
         self.n_samples_seen_ = 0
         self.n_refactorizations_ = 0
@@ -283,80 +292,33 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
                 "e.g. 1e-6, if rows may repeat with different targets)."
             )
 
-    _sample_weight_unsupported = (
-        "the weighted kernel ridge problem (K + αW⁻¹)a = y is not implemented by the "
-        "SW-KRLS recursion; use QREWRLSRegressor on RandomFourierFeatures for per-row "
-        "weights."
-    )
+    def _learn_weighted(self, X, Y, sample_weight, *, predict):
+        # not the mixin's √w scaling of the rows (a kernel is not linear in them): the
+        # weights enter the diagonal of the regularised kernel matrix, α/w_i
+        if sample_weight is None:
+            return self._learn(X, Y, predict=predict)
+        floor = self.window_size * _EPS
+        with np.errstate(divide="ignore", over="ignore"):
+            reg = float(self.alpha) / sample_weight  # α/w: inf for a zero weight
+        if not (reg[np.isfinite(reg)] >= floor).all():
+            raise ValueError(
+                f"sample_weight is too large for alpha={self.alpha!r}: the weighted "
+                f"problem's regularisation α/w_i falls below window_size · eps = "
+                f"{floor:.3g}, the rounding level of the window's kernel matrix. Use "
+                f"weights <= alpha / {floor:.3g} (only their ratio to alpha matters)."
+            )
+        return self._learn(X, Y, predict=predict, reg=reg)
 
-    # the mixin's learning calls without sample_weight (scikit-learn's sample-weight
-    # checks then do not apply)
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Reset, then learn the rows of ``X`` in order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        self : SlidingWindowKRLSRegressor
-            The fitted estimator.
-        """
-        self._partial_fit(X, y, predict=False, reset=True)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
-        """Learn the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        self : SlidingWindowKRLSRegressor
-            The updated estimator.
-        """
-        self._partial_fit(X, y, predict=False, reset=False)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def prequential_predict(self, X, y, *, delay=0):
-        """Predict each row from the state before it, then learn it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-        delay : int, default=0
-            Labels arrive ``delay`` rows late (see
-            :func:`~sklearn_orfit.prequential_predict`).
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i]`` from the state after rows ``< i − delay`` (0 before the first
-            row of a stream).
-        """
-        return self._partial_fit(X, y, predict=True, reset=False, delay=check_delay(delay))
-
-    def _learn(self, X, Y, *, predict):
+    def _learn(self, X, Y, *, predict, reg=None):
+        """Learn the rows; ``reg`` (per row, default ``α``): the diagonal term ``α/w_i``
+        of each row in ``K + αW⁻¹`` (``inf``: a zero weight, the row held out of the
+        system while it takes its slot)."""
         N, alpha, s2 = self.window_size, float(self.alpha), float(self.length_scale)
         period = max(_REFACTOR_WINDOWS * N, _REFACTOR_MIN_ROWS)
         # the window and the dual coefficients are O(N·(d + c)): worked on as copies; the
         # N×N inverse is updated in place, and a copy of it undoes the call exactly
         Xr, Yr, dual = self._X.copy(), self._Y.copy(), self._dual.copy()
+        R = self._slot_reg().copy()  # α/w of each slot, inf for empty or weightless
         Kinv = self._Kinv
         if not (Kinv.flags.f_contiguous and Kinv.flags.writeable):
             # a state restored by a foreign unpickler, or loaded with joblib's
@@ -392,9 +354,13 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
                         if predict:
                             # ŷ = kᵀ (K + αI)⁻¹ y = kᵀ a
                             Y_pred[t] = k @ dual
-                        ok = _replace_slot(Kinv, dual, Yr, k=k, y_new=Y[t], slot=s,
-                                           alpha=alpha, full=n_seen >= N)
+                        r_new = alpha if reg is None else float(reg[t])
+                        # without weights: R[s] = α for every occupied slot, and this
+                        # is the plain SW-KRLS step
+                        ok = _replace_slot_weighted(
+                            Kinv, dual, Yr, R, k=k, y_new=Y[t], slot=s, reg_new=r_new)
                         Xr[s] = X[t]
+                        R[s] = r_new
                         if not ok:
                             Yr[s] = Y[t]
                         pos = (s + 1) % N
@@ -402,9 +368,8 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
                         if not ok or n_seen % period == 0:
                             # a Schur complement rounded below its exact lower bound, or
                             # the scheduled recomputation that bounds the drift:
-                            # (K + αI)⁻¹ from the window
-                            Kinv, dual = _inverse_kernel(Xr, Yr, n_window=min(n_seen, N),
-                                                         length_scale=s2, alpha=alpha)
+                            # (K + αW⁻¹)⁻¹ from the window
+                            Kinv, dual = _inverse_kernel(Xr, Yr, R, length_scale=s2)
                             n_ref += not ok
             if not (np.isfinite(dual).all() and (Y_pred is None or np.isfinite(Y_pred).all())):
                 raise ValueError(
@@ -414,9 +379,20 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         except BaseException:
             np.copyto(original, saved)  # the array the state holds, exactly as it was
             raise
-        (self._X, self._Y, self._Kinv, self._dual, self._pos, self.n_samples_seen_,
-         self.n_refactorizations_) = Xr, Yr, Kinv, dual, pos, n_seen, n_ref
+        (self._X, self._Y, self._Kinv, self._dual, self._reg, self._pos, self.n_samples_seen_,
+         self.n_refactorizations_) = Xr, Yr, Kinv, dual, R, pos, n_seen, n_ref
         return Y_pred
+
+    def _slot_reg(self):
+        """``α/w`` of each ring slot (``inf``: empty or weightless); for a state saved
+        before weights existed, ``α`` for the occupied slots."""
+        R = self.__dict__.get("_reg")
+        if R is None:
+            N = self.window_size
+            n = min(self.n_samples_seen_, N)
+            R = np.full(N, np.inf)
+            R[(self._pos + np.arange(N - n, N)) % N] = float(self.alpha)
+        return R
 
 
 def _gaussian_kernel(A, B, length_scale):
@@ -440,7 +416,7 @@ def _symmetric(U):
     return np.triu(U) + np.triu(U, 1).T
 
 
-def _replace_slot(Kinv, dual, Yr, *, k, y_new, slot, alpha, full):
+def _replace_slot(Kinv, dual, Yr, *, k, y_new, slot, alpha, full, bound_reg=None):
     """One step of SW-KRLS: the row in ``slot`` leaves the window, the new row enters it.
 
     With ``P = (K + αI)⁻¹`` of the window (upper triangle of ``Kinv``, zero rows and
@@ -458,7 +434,7 @@ def _replace_slot(Kinv, dual, Yr, *, k, y_new, slot, alpha, full):
         e = float(f[s])
         # e ≥ 1/λ_max(K + αI) ≥ 1/(N + α) in exact arithmetic: below half of that, the
         # carried inverse is dominated by rounding
-        if not e > 0.5 / (Kinv.shape[0] + alpha):
+        if not e > 0.5 / (Kinv.shape[0] + (alpha if bound_reg is None else bound_reg)):
             return False
     k[s] = 0.0
     # b = P₋ k with P₋ = P − f fᵀ/e the inverse without slot s (its row s is 0):
@@ -498,6 +474,47 @@ def _replace_slot(Kinv, dual, Yr, *, k, y_new, slot, alpha, full):
         C[2] *= -1.0
         dual += V.T @ C
     assert out is Kinv, "the BLAS update must work in place"
+    return True
+
+
+def _replace_slot_weighted(Kinv, dual, Yr, R, *, k, y_new, slot, reg_new):
+    """:func:`_replace_slot` for ``P = (K + R)⁻¹``, ``R = diag(α/w_i)`` by slot.
+
+    ``R[s] = inf`` marks a slot out of the system (empty, or a zero-weight row): its row
+    and column of ``P`` are zero and its dual coefficient is 0; ``reg_new = inf`` puts the
+    new row in that state (it takes the slot, contributes nothing). The Schur complements
+    are bounded below by ``1/(N + max R)`` (downdate) and ``reg_new`` (growth).
+    """
+    s = slot
+    held = math.isfinite(R[s])
+    grows = math.isfinite(reg_new)
+    if not held and not grows:
+        Yr[s] = y_new
+        return True
+    if grows:
+        if held:
+            finite = R[np.isfinite(R)]
+            r_max = max(float(finite.max()), reg_new)
+        else:
+            r_max = reg_new
+        return _replace_slot(Kinv, dual, Yr, k=k, y_new=y_new, slot=s, alpha=reg_new,
+                             full=held, bound_reg=r_max)
+    # the row in slot s leaves the system and nothing enters: P₋ = P − q qᵀ, q = f/√e
+    f = np.concatenate((Kinv[: s + 1, s], Kinv[s, s + 1 :]))
+    e = float(f[s])
+    finite = R[np.isfinite(R)]
+    if not e > 0.5 / (Kinv.shape[0] + float(finite.max())):
+        return False
+    q = f * (1.0 / math.sqrt(e))
+    # a₋ = P₋ y = a − q (qᵀy)   (y with the leaving row's target)
+    dual -= np.outer(q, q @ Yr)
+    out = blas.dsyr(-1.0, q, a=Kinv, overwrite_a=True)
+    assert out is Kinv, "the BLAS update must work in place"
+    # row and column s are zero in exact arithmetic: make them so
+    Kinv[s, :] = 0.0
+    Kinv[:, s] = 0.0
+    dual[s] = 0.0
+    Yr[s] = y_new
     return True
 
 
@@ -544,7 +561,29 @@ def _kernel_matrix(W, *, length_scale, alpha):
     return A
 
 
-def _inverse_kernel(Xr, Yr, *, n_window, length_scale, alpha):
+def _inverse_kernel(Xr, Yr, R, *, length_scale):
+    """``(K + αW⁻¹)⁻¹`` and the dual coefficients of the slots in the system
+    (``R = α/w`` finite), in the ring's layout, zero elsewhere (see
+    :func:`_inverse_kernel_window`)."""
+    idx = np.flatnonzero(np.isfinite(R))
+    N = Xr.shape[0]
+    if idx.size and idx[-1] == idx.size - 1 and np.all(R[idx] == R[idx[0]]):
+        # the first slots (the window filling up, or a full window) with one α: the
+        # computation without weights
+        return _inverse_kernel_window(Xr, Yr, n_window=idx.size, length_scale=length_scale,
+                                      alpha=float(R[idx[0]]))
+    S = np.zeros((N, N), order="F")
+    dual = np.zeros_like(Yr)
+    if idx.size:
+        inv, _ = _inverse_kernel_window(Xr[idx], Yr[idx], n_window=idx.size,
+                                        length_scale=length_scale, alpha=R[idx])
+        S[np.ix_(idx, idx)] = np.triu(inv) + np.triu(inv, 1).T
+        for j in range(Yr.shape[1]):
+            dual[:, j] = blas.dsymv(1.0, S, np.where(np.isfinite(R), Yr[:, j], 0.0))
+    return S, dual
+
+
+def _inverse_kernel_window(Xr, Yr, *, n_window, length_scale, alpha):
     """``(K + αI)⁻¹`` and ``(K + αI)⁻¹ y`` of the window held in the ring, from scratch.
 
     Returns the inverse in the ring's layout (Fortran order, upper triangle, zero rows and
@@ -560,8 +599,9 @@ def _inverse_kernel(Xr, Yr, *, n_window, length_scale, alpha):
         inv, info = lapack.dpotri(c, lower=0, overwrite_c=True)
     if info != 0:
         # K + αI rounded to indefinite: eigendecomposition, eigenvalues held at ≥ α
+        # (≥ min α/w_i with weights)
         w, V = np.linalg.eigh(_kernel_matrix(Xr[:n], length_scale=length_scale, alpha=alpha))
-        inv = np.asfortranarray((V / np.maximum(w, alpha)) @ V.T)
+        inv = np.asfortranarray((V / np.maximum(w, np.min(alpha))) @ V.T)
     if n == N:
         S = inv
     else:

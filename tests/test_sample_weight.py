@@ -301,6 +301,74 @@ def test_qrdrls_matches_weighted_window_ridge_at_every_step(lam):
     np.testing.assert_allclose(reg.coef_, o_beta[:, 0], atol=1e-9 * np.abs(o_beta).max())
 
 
+# ---------------------------------------------------------------------- SW-KRLS
+def weighted_krr_oracle(X, Y, w, *, window_size, length_scale, alpha):
+    """``ŷ_t = k(x_t)ᵀ a``, ``(K + αW⁻¹) a = y`` over the window's rows of positive weight
+    (a zero-weight row has a_i = 0: the limit w → 0), solved from scratch."""
+    Y = Y.reshape(Y.shape[0], -1)
+    pred = np.zeros_like(Y, dtype=float)
+    kappa = np.ones(X.shape[0])
+    for t in range(X.shape[0]):
+        lo = max(0, t - window_size)
+        idx = lo + np.flatnonzero(w[lo:t] > 0)
+        if not idx.size:
+            continue
+        A = X[idx]
+        K = np.exp(-((A[:, None] - A[None]) ** 2).sum(-1) / (2 * length_scale**2))
+        M = K + np.diag(alpha / w[idx])
+        pred[t] = np.exp(-((X[t] - A) ** 2).sum(-1) / (2 * length_scale**2)) @ np.linalg.solve(M, Y[idx])
+        kappa[t] = np.linalg.cond(M)
+    return pred, kappa
+
+
+@pytest.mark.parametrize("n_targets", [None, 2])
+@pytest.mark.parametrize("window_size", [1, 6, 25, 80])
+def test_sw_krls_matches_weighted_kernel_ridge_at_every_step(window_size, n_targets):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(N_STEPS, 3))
+    y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=N_STEPS)
+    Y = y if n_targets is None else np.column_stack([y, np.cos(X[:, 1])])
+    w = weights()
+    reg = SlidingWindowKRLSRegressor(window_size, length_scale=0.9, alpha=1e-2)
+    y_pred = chunked_prequential(reg, X, Y, w)
+    o_pred, kappa = weighted_krr_oracle(X, Y, w, window_size=window_size, length_scale=0.9,
+                                        alpha=1e-2)
+    # (K + αW⁻¹)⁻¹ is carried over ≥ 256 rows between recomputations: κ·1e-13 relative
+    tol = np.maximum(1e-12, 1e-13 * kappa)[:, None] * np.abs(o_pred).max()
+    err = np.abs(y_pred.reshape(o_pred.shape) - o_pred)
+    assert np.all(err <= tol), (np.argmax((err / tol).max(axis=1)), err.max())
+    # the weights matter far above that
+    plain = SlidingWindowKRLSRegressor(window_size, length_scale=0.9, alpha=1e-2)
+    assert np.abs(plain.prequential_predict(X, Y).reshape(o_pred.shape) - o_pred).max() > 1e-3
+    # a zero-weight row has dual coefficient 0 (held out of the system)
+    n = reg.n_window_
+    a = reg.dual_coef_.reshape(n, -1)
+    assert np.all(a[w[N_STEPS - n :] == 0] == 0)
+
+
+def test_sw_krls_unit_weights_are_no_weights_bit_for_bit():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(300, 2))
+    y = X[:, 0] * X[:, 1]
+    a = SlidingWindowKRLSRegressor(20).prequential_predict(X, y)
+    b = SlidingWindowKRLSRegressor(20).prequential_predict(X, y, sample_weight=np.ones(300))
+    np.testing.assert_array_equal(a, b)
+    # a uniform weight c is alpha/c
+    c = SlidingWindowKRLSRegressor(20, alpha=1e-2).prequential_predict(X, y, sample_weight=4.0)
+    d = SlidingWindowKRLSRegressor(20, alpha=2.5e-3).prequential_predict(X, y)
+    np.testing.assert_allclose(c, d, rtol=0, atol=1e-10 * np.abs(d).max())
+
+
+def test_sw_krls_weights_too_large_for_alpha():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(30, 2))
+    reg = SlidingWindowKRLSRegressor(10, alpha=1e-6).fit(X[:20], X[:20, 0])
+    before = pickle.dumps(reg)
+    with pytest.raises(ValueError, match="too large for alpha"):
+        reg.partial_fit(X[20:], X[20:, 0], sample_weight=np.full(10, 1e12))
+    assert pickle.dumps(reg) == before
+
+
 # ---------------------------------------------------------------------- validation
 BAD_WEIGHTS = [
     (lambda n: -np.ones(n), "negative"),
@@ -318,7 +386,8 @@ BAD_WEIGHTS = [
 
 @pytest.mark.parametrize("make,match", BAD_WEIGHTS)
 @pytest.mark.parametrize("est", [QREWRLSRegressor(10), QREWRLSRegressor(40, solver="givens"),
-                                 QRDRLSRegressor(10), EWRLSRegressor()])
+                                 QRDRLSRegressor(10), EWRLSRegressor(),
+                                 SlidingWindowKRLSRegressor(10)])
 @pytest.mark.parametrize("method", ["partial_fit", "prequential_predict", "fit"])
 def test_bad_weights_are_rejected_and_change_nothing(est, method, make, match):
     Z, y = features(8)
@@ -370,7 +439,6 @@ def test_weights_are_not_modified():
 @pytest.mark.parametrize("est,match", [
     (ORFitRegressor(), "ORFit fits each row exactly"),
     (ORFitMLPRegressor(hidden_layer_sizes=(4,), random_state=0), "ORFit fits each row exactly"),
-    (SlidingWindowKRLSRegressor(), r"\(K \+ αW⁻¹\)a = y"),
 ])
 def test_models_without_weights_say_why(est, match):
     Z, y = features(8)
@@ -581,6 +649,7 @@ def test_set_score_request_needs_routing():
         QRDRLSRegressor(),
         EWRLSRegressor(),
         EWRLSRegressor(forgetting_factor=0.9),
+        SlidingWindowKRLSRegressor(),
         FeaturePartitionEnsemble(RandomFourierFeatures(n_components=40)),
     ],
     expected_failed_checks=expected_failed_checks,
@@ -644,3 +713,19 @@ def test_interrupt_inside_a_weighted_call_changes_nothing(N, D, solver, monkeypa
         reg.prequential_predict(Z[60:200], y[60:200], sample_weight=w[60:200]),
         ref.prequential_predict(Z[60:200], y[60:200], sample_weight=w[60:200]),
     )
+
+
+def test_sw_krls_state_saved_before_weights_continues():
+    # a state pickled before the per-slot α/w existed (no _reg): α for the occupied slots
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(80, 2))
+    y = np.sin(X[:, 0])
+    for n_first in (5, 40):
+        ref = SlidingWindowKRLSRegressor(20).fit(X[:n_first], y[:n_first])
+        old = pickle.loads(pickle.dumps(ref))
+        del old.__dict__["_reg"]
+        w = np.r_[np.zeros(3), np.ones(77 - n_first)]
+        np.testing.assert_array_equal(
+            old.prequential_predict(X[n_first:], y[n_first:], sample_weight=w),
+            ref.prequential_predict(X[n_first:], y[n_first:], sample_weight=w),
+        )
