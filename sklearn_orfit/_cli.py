@@ -218,6 +218,9 @@ def build_parser():
     o.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="address of a running dask scheduler (e.g. tcp://10.0.0.5:8786), "
                    "for --backend dask (implied)")
+    o.add_argument("--threads", type=_int_at_least(1), default=1,
+                   help="BLAS threads per series (default 1: the updates are small matrix "
+                   "products, which more threads slow down, badly so on a busy machine)")
     o.add_argument("--season", type=_int_at_least(1), default=None, metavar="S",
                    help="season length of the seasonal-naive comparison and of MASE, in "
                    "steps (default: from the time stamps' spacing, e.g. 48 for "
@@ -1123,7 +1126,7 @@ def _run_tasks(tasks, args):
                                      and args.scheduler is None)
     in_processes = not sequential and args.backend in (None, "loky") \
         and args.scheduler is None
-    tasks = [{**t, "record_warnings": in_processes} for t in tasks]
+    tasks = [{**t, "record_warnings": in_processes, "threads": args.threads} for t in tasks]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if sequential:
@@ -1151,8 +1154,9 @@ def _forecast_task(task):
     s = task["settings"]
     d = s["horizon"] - 1
     record = task.get("record_warnings", False)
-    with (warnings.catch_warnings(record=True) if record else contextlib.nullcontext()
-          ) as caught:
+    threads, _ = ex.blas_threads(task.get("threads", 1))
+    with threads, (warnings.catch_warnings(record=True) if record
+                   else contextlib.nullcontext()) as caught:
         if record:
             warnings.simplefilter("always")
         saved = task["state"]
