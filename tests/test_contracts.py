@@ -62,6 +62,7 @@ def _estimators():
         "qrewrls-givens": so.QREWRLSRegressor(8, solver="givens"),
         "qrewrls-svd": so.QREWRLSRegressor(8, solver="svd"),
         "qrewrls-ridge": so.QREWRLSRegressor(8, alpha=1e-2),
+        "qrewrls-ridge-long": so.QREWRLSRegressor(30, alpha=1e-2),
         "orfit": so.ORFitRegressor(),
         "orfit-pca": so.ORFitRegressor(memory_size=3),
         "orfit-mlp": so.ORFitMLPRegressor((8,), random_state=0),
