@@ -157,8 +157,10 @@ def test_scorer_options():
     assert rmse == pytest.approx(-np.sqrt(-full))
     with pytest.raises(ValueError, match="Unknown metric"):
         make_prequential_scorer("r2")
-    with pytest.raises(ValueError, match="sample_weight"):
-        make_prequential_scorer()(pipe, X, y, sample_weight=np.ones(len(y)))
+    # unit weights: the unweighted score
+    assert make_prequential_scorer("mse")(
+        pipe, X[100:], y[100:], sample_weight=np.ones(len(y) - 100)
+    ) == pytest.approx(full)
 
 
 # ---------------------------------------------------------------------- splitter
