@@ -37,6 +37,7 @@ __all__ = [
     "commit_copy",
     "detached",
     "learn_with_delay",
+    "run_with_delay",
     "make_private",
     "needs_private",
     "on_rollback",
@@ -251,7 +252,7 @@ def detached():
     """Run learning calls outside the enclosing one's transaction.
 
     For work on a private copy of an estimator whose state is committed by the caller
-    in one statement at the end (:func:`sklearn_orfit._prequential.learn_with_delay`):
+    in one statement at the end (:func:`learn_with_delay`):
     the copy's in-place writes need no undo record, so none is kept, however many calls
     the copy makes.
     """
@@ -269,52 +270,65 @@ def check_delay(delay):
     return int(delay)
 
 
+def run_with_delay(X, Y, delay, *, predict, learn, sample_weight=None):
+    """The schedule of labels ``delay`` rows late: a prediction per row, learning as
+    labels come due.
+
+    ``ŷ[i] = predict(X[i:i+1])`` is made once rows ``0 … i − 1 − delay`` of ``X`` have
+    been learned (the rows after them wait in a queue until their label is due); the
+    last ``delay + 1`` rows are learned after the last prediction, so every row is
+    learned on return. ``learn(X_rows, Y_rows)`` learns validated rows (``Y`` 2-D); with
+    validated weights ``sample_weight`` (see :func:`check_stream_sample_weight`),
+    ``learn(X_rows, Y_rows, w_rows)``. Returns ``Y_pred`` (2-D).
+    """
+    n = X.shape[0]
+    Y_pred = np.empty(Y.shape, dtype=np.float64)
+    head = min(n, delay + 1)
+    if head:
+        # rows 0 … delay: no label of this call is due yet
+        Y_pred[:head] = predict(X[:head])
+    for i in range(head, n):
+        j = i - 1 - delay  # the label that has just arrived
+        _learn_rows(learn, X, Y, sample_weight, j, j + 1)
+        # invariant: rows < i − delay have been learned
+        Y_pred[i] = predict(X[i : i + 1])[0]
+    rest = max(0, n - 1 - delay)
+    if rest < n:
+        _learn_rows(learn, X, Y, sample_weight, rest, n)
+    return Y_pred
+
+
 def learn_with_delay(estimator, X, Y, delay, *, learn, commit=True, sample_weight=None):
-    """Prequential predictions with labels ``delay`` rows late, inside a learning call.
+    """:func:`run_with_delay` on a private copy, for an estimator without one undo
+    record for many learning calls.
 
-    ``ŷ[i]`` is the prediction (``estimator._predict_rows``) of the state that has
-    learned rows ``0 … i − 1 − delay`` of ``X`` (the rows before wait in a queue until
-    their label is due); the last ``delay + 1`` rows are learned after the last
-    prediction, so every row is learned on return. ``learn(work, X_rows, Y_rows)``
-    learns validated rows on ``work``. ``X`` and ``Y`` are validated, ``Y`` 2-D. With
-    validated weights ``sample_weight`` (see :func:`check_stream_sample_weight`), they
-    are passed along: ``learn(work, X_rows, Y_rows, w_rows)``.
-
-    The rows are learned by a private copy of the estimator (one ``O(state)`` copy per
-    call), outside the enclosing transaction (:func:`detached`), and the copy's state is
-    committed in one statement at the end (or, with ``commit=False``, returned for the
-    caller to commit): whatever fails half-way, the estimator is unchanged. Cost: one
-    prediction and one single-row update per row.
+    ``learn(work, X_rows, Y_rows[, w_rows])`` learns validated rows on ``work`` and
+    ``work._predict_rows`` predicts (2-D). The rows are learned by a private copy of the
+    estimator (one ``O(state)`` copy per call), outside the enclosing transaction
+    (:func:`detached`), and the copy's state is committed in one statement at the end
+    (or, with ``commit=False``, returned for the caller to commit): whatever fails
+    half-way, the estimator is unchanged. Cost: one prediction and one single-row update
+    per row.
 
     Returns ``Y_pred`` (2-D), or ``(Y_pred, work)`` when ``commit=False``.
     """
-    n = X.shape[0]
     work = copy.deepcopy(estimator)
-    Y_pred = np.empty_like(Y, dtype=np.float64)
-    head = min(n, delay + 1)
     with detached():
-        if head:
-            # rows 0 … delay: no label of this call is due yet
-            Y_pred[:head] = work._predict_rows(X[:head])
-        for i in range(head, n):
-            j = i - 1 - delay  # the label that has just arrived
-            _learn_rows(learn, work, X, Y, sample_weight, j, j + 1)
-            # invariant: work has learned rows < i − delay
-            Y_pred[i] = work._predict_rows(X[i : i + 1])[0]
-        rest = max(0, n - 1 - delay)
-        if rest < n:
-            _learn_rows(learn, work, X, Y, sample_weight, rest, n)
+        Y_pred = run_with_delay(
+            X, Y, delay, predict=work._predict_rows, sample_weight=sample_weight,
+            learn=lambda *rows: learn(work, *rows),
+        )
     if not commit:
         return Y_pred, work
     commit_copy(estimator, work)
     return Y_pred
 
 
-def _learn_rows(learn, work, X, Y, sample_weight, a, b):
+def _learn_rows(learn, X, Y, sample_weight, a, b):
     if sample_weight is None:
-        learn(work, X[a:b], Y[a:b])
+        learn(X[a:b], Y[a:b])
     else:
-        learn(work, X[a:b], Y[a:b], sample_weight[a:b])
+        learn(X[a:b], Y[a:b], sample_weight[a:b])
 
 
 def check_stream_sample_weight(sample_weight, n_samples, *, estimator=None, reset=False):
@@ -609,16 +623,31 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
                 self._n_targets = None if y_ndim == 1 else Y.shape[1]
                 record_stream_params(self)
             if predict and delay:
-                Y_pred = learn_with_delay(
-                    self, X, Y, delay, sample_weight=sw,
-                    learn=lambda work, Xr, Yr, wr=None: work._learn_weighted(
-                        Xr, Yr, wr, predict=False),
-                )
+                Y_pred = self._learn_delayed(X, Y, delay, sw)
             else:
                 Y_pred = self._learn_weighted(X, Y, sw, predict=predict)
         if Y_pred is not None and y_ndim == 1:
             Y_pred = Y_pred[:, 0]
         return Y_pred
+
+    def _learn_delayed(self, X, Y, delay, sample_weight):
+        """Validated rows whose labels arrive ``delay`` rows late (:func:`run_with_delay`).
+
+        An estimator that keeps one undo record for several ``_learn`` calls
+        (:meth:`_begin_pieces`) learns the rows one by one in place, under one record;
+        the others on a private copy committed at the end (:func:`learn_with_delay`).
+        """
+        piece = self._begin_pieces(X.shape[0])
+        if piece:
+            return run_with_delay(
+                X, Y, delay, predict=self._predict_rows, sample_weight=sample_weight,
+                learn=lambda Xr, Yr, wr=None: self._learn_weighted(
+                    Xr, Yr, wr, predict=False, **piece),
+            )
+        return learn_with_delay(
+            self, X, Y, delay, sample_weight=sample_weight,
+            learn=lambda work, Xr, Yr, wr=None: work._learn_weighted(Xr, Yr, wr, predict=False),
+        )
 
     def _begin_pieces(self, n_rows):
         """Before a call is learned in several ``_learn`` calls (of ``n_rows`` in all):
@@ -627,7 +656,7 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
         that skips the others (:class:`QREWRLSRegressor`); by default nothing."""
         return {}
 
-    def _learn_weighted(self, X, Y, sample_weight, *, predict):
+    def _learn_weighted(self, X, Y, sample_weight, *, predict, **piece):
         """``_learn`` with per-row weights: rows and targets scaled by ``√w``.
 
         The solvers minimise ``Σ λ^age (ỹ_i − z̃_iβ)²`` over the rows they are handed; with
@@ -638,7 +667,7 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
         the call is split there (one extra ``_learn`` call per zero-weight row).
         """
         if sample_weight is None:
-            return self._learn(X, Y, predict=predict)
+            return self._learn(X, Y, predict=predict, **piece)
         root = np.sqrt(sample_weight)
         with np.errstate(over="ignore", under="ignore"):
             Xs = X * root[:, None]
@@ -649,7 +678,7 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
                 "float64. Rescale the weights (only their ratios and alpha's scale matter)."
             )
         if not predict:
-            self._learn(Xs, Ys, predict=False)
+            self._learn(Xs, Ys, predict=False, **piece)
             return None
         n = X.shape[0]
         Y_pred = np.empty(Y.shape)
