@@ -291,8 +291,8 @@ class _Failing(QREWRLSRegressor):
 
     fail = None
 
-    def _learn(self, X, Y, *, predict):
-        out = super()._learn(X, Y, predict=predict)
+    def _learn(self, X, Y, *, predict, **options):
+        out = super()._learn(X, Y, predict=predict, **options)
         if type(self).fail is not None:
             raise type(self).fail
         return out
