@@ -1,0 +1,172 @@
+"""``sklearn_orfit.forecasting.tune_forecast``: the search sees only the first part of the
+series, picks the argmin of its table, and picks the transform that fits the series.
+
+Tiny grids and D = 64, so each search takes about a second.
+"""
+
+import math
+import pickle
+
+import numpy as np
+import pytest
+
+from sklearn_orfit import _experiments as ex
+from sklearn_orfit.forecasting import tune_forecast
+from sklearn_orfit.model_selection import PrequentialSplit, make_prequential_scorer
+
+SMALL = dict(n_lags=12, window_sizes=(50, 100), sigmas=(0.1, 0.25), n_components=64,
+             tune_fraction=0.5)
+N = 600
+
+
+def noisy_sine(n=N, seed=1):
+    rng = np.random.default_rng(seed)
+    t = np.arange(n)
+    return 10.0 + np.sin(2 * np.pi * t / 12) + rng.normal(scale=0.5, size=n)
+
+
+def random_walk(n=N, seed=2):
+    rng = np.random.default_rng(seed)
+    return 100.0 + np.cumsum(rng.normal(size=n))
+
+
+def best_of(table, transform):
+    (row,) = [r for r in table if r["transform"] == transform and r["rmse"] is not None]
+    return row
+
+
+def test_no_look_ahead():
+    """Every value after the tuning part changed: the choice and the table are the same,
+    bit for bit."""
+    x = random_walk()
+    tuned = tune_forecast(x, transforms=("none", "diff"), **SMALL)
+    n_tune = tuned.n_tune
+    assert n_tune == N // 2
+    y = x.copy()
+    y[n_tune:] = np.random.default_rng(5).normal(size=N - n_tune) * 1e3 - 5e3
+    again = tune_forecast(y, transforms=("none", "diff"), **SMALL)
+    assert pickle.dumps(again.table) == pickle.dumps(tuned.table)
+    for key in ("transform", "model", "window_size", "sigma", "rmse", "last_value_rmse",
+                "validation_positions"):
+        assert again[key] == tuned[key]
+    # and the last value of the tuning part does matter (the test can fail)
+    z = x.copy()
+    z[n_tune - 1] += 50.0
+    moved = tune_forecast(z, transforms=("none", "diff"), **SMALL)
+    assert pickle.dumps(moved.table) != pickle.dumps(tuned.table)
+    assert tuned.validation_positions[1] == n_tune
+
+
+def test_choice_is_the_argmin_of_the_table():
+    tuned = tune_forecast(random_walk(), transforms=("none", "diff", "logdiff"), **SMALL)
+    scored = [r for r in tuned.table if r["rmse"] is not None]
+    assert len(scored) == 3  # one per transform, in the series' units
+    winner = min(scored, key=lambda r: r["rmse"])
+    assert [r for r in tuned.table if r["chosen"]] == [winner]
+    assert (tuned.transform, tuned.model, tuned.window_size, tuned.sigma) == (
+        winner["transform"], winner["model"], winner["window_size"], winner["sigma"])
+    assert tuned.rmse == winner["rmse"]
+    # within each transform, the series-units row is the search's best (rank 1, lowest
+    # standardised RMSE)
+    for t in ("none", "diff", "logdiff"):
+        rows = [r for r in tuned.table if r["transform"] == t]
+        assert len(rows) == 4
+        best = best_of(tuned.table, t)
+        assert best["rank"] == 1
+        assert best["std_rmse"] == min(r["std_rmse"] for r in rows)
+    kw = dict(tuned.model_kwargs)
+    assert kw == {"name": "abo", "n_components": 64, "random_state": 0,
+                  "window_size": tuned.window_size, "sigma": tuned.sigma}
+    ex.make_forecast_model(**kw)
+
+
+def test_random_walk_picks_diff_and_noisy_sine_picks_none():
+    walk = tune_forecast(random_walk(), transforms=("none", "diff"), **SMALL)
+    assert walk.transform == "diff"
+    # the level model looks better in its own (standardised) units: only the series'
+    # units show that differencing is right
+    assert best_of(walk.table, "none")["std_rmse"] < best_of(walk.table, "diff")["std_rmse"]
+    assert best_of(walk.table, "diff")["rmse"] < 0.9 * best_of(walk.table, "none")["rmse"]
+    sine = tune_forecast(noisy_sine(), transforms=("none", "diff"), **SMALL)
+    assert sine.transform == "none"
+    assert best_of(sine.table, "none")["rmse"] < 0.9 * best_of(sine.table, "diff")["rmse"]
+
+
+def test_series_units_replay_matches_the_search():
+    """The replay of a transform's best on the folds gives the search's own score."""
+    x = noisy_sine()
+    tuned = tune_forecast(x, transforms=("diff",), **SMALL)
+    problem = ex.make_forecast_problem(x[:tuned.n_tune], n_lags=12, transform="diff")
+    cv = PrequentialSplit(3, test_size=tuned.fold_size, warmup_size=tuned.warmup_size)
+    scorer = make_prequential_scorer("rmse")
+    scores = []
+    for train, test in cv.split(problem.X):
+        model = ex.make_forecast_model("abo", n_components=64, sigma=tuned.sigma,
+                                       window_size=tuned.window_size)
+        model.partial_fit(problem.X[train], problem.y[train])
+        scores.append(-scorer(model, problem.X[test], problem.y[test]))
+    assert math.isclose(np.mean(scores), best_of(tuned.table, "diff")["std_rmse"],
+                        rel_tol=1e-12)
+
+
+def test_logdiff_skipped_for_a_series_that_is_not_positive():
+    x = noisy_sine() - 10.0  # crosses zero
+    tuned = tune_forecast(x, **SMALL)
+    (row,) = [r for r in tuned.table if r["transform"] == "logdiff"]
+    assert "skipped" in row["note"] and "positive" in row["note"]
+    assert row["rmse"] is None and not row["chosen"]
+    assert tuned.transform in ("none", "diff")
+    # positive in the tuning part only (negative later): not skipped, nothing later read
+    y = noisy_sine()
+    y[N // 2:] -= 100.0
+    tuned = tune_forecast(y, transforms=("logdiff",), **SMALL)
+    assert tuned.transform == "logdiff"
+
+
+def test_horizon_and_models():
+    """horizon 3 (labels 2 rows late) and two models: each model keeps only the settings
+    it uses."""
+    tuned = tune_forecast(noisy_sine(), horizon=3, transforms=("none",),
+                          models=("abo", "qrd-rls"), **SMALL)
+    rows = tuned.table
+    assert {r["model"] for r in rows} == {"abo", "qrd-rls"}
+    assert all(r["sigma"] is None for r in rows if r["model"] == "qrd-rls")
+    assert len(rows) == 4 + 2
+    assert tuned.horizon == 3
+    first, stop = tuned.validation_positions
+    assert stop == tuned.n_tune and stop - first == 3 * tuned.fold_size
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(tune_fraction=0.0), "tune_fraction"),
+    (dict(tune_fraction=1.5), "tune_fraction"),
+    (dict(tune_fraction="half"), "tune_fraction"),
+    (dict(window_sizes=()), "window_sizes is empty"),
+    (dict(sigmas=()), "sigmas is empty"),
+    (dict(models=()), "models is empty"),
+    (dict(transforms=()), "transforms is empty"),
+    (dict(transforms=("log",)), "transforms"),
+    (dict(models=("abo", "arima")), "models"),
+    (dict(sigmas=(0.5, -1.0)), "sigmas"),
+    (dict(window_sizes=(10, 10)), "repeated"),
+    (dict(tune_fraction=0.05), "too short"),
+    (dict(n_splits=0), "n_splits"),
+    (dict(horizon=0), "horizon"),
+])
+def test_clear_errors(kwargs, match):
+    args = {**SMALL, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        tune_forecast(noisy_sine(), **args)
+
+
+def test_bad_series():
+    with pytest.raises(ValueError, match="1-D"):
+        tune_forecast(np.ones((10, 2)), **SMALL)
+    x = noisy_sine()
+    x[3] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        tune_forecast(x, **SMALL)
+    with pytest.raises(ValueError, match="too short"):
+        tune_forecast(noisy_sine(60), **SMALL)
+    with pytest.raises(ValueError, match="exog has 5 rows"):
+        tune_forecast(noisy_sine(), exog=np.ones(5), **SMALL)
