@@ -36,6 +36,7 @@ from ._qrd_rls import QRDRLSRegressor
 from ._rff import RandomFourierFeatures
 from ._sw_krls import SlidingWindowKRLSRegressor
 from .datasets import make_abo_series, make_lagged
+from .preprocessing import RecursiveStandardScaler
 
 __all__ = [
     "MODELS",
@@ -101,53 +102,99 @@ def progress_bar(total, *, desc, quiet=False, unit="row"):
 
 
 # --------------------------------------------------------------------------- forecast
+# values per block of the past-only statistics: blocks are aligned on the stream's
+# positions, so a continued stream makes the same scaler calls as one uninterrupted run
+STATS_BLOCK = 1024
+
+
 @dataclass
 class RunningStats:
-    """Running sums behind :func:`past_stats`: everything needed to continue them.
+    """The state behind :func:`past_stats`: everything needed to continue them.
 
-    ``count`` values seen, the first of them ``s0``, and the sums of ``d = s − s0`` and of
-    ``d²`` (added one value at a time, so continuing from a saved state gives the same
-    numbers, bit for bit, as one pass over the whole series).
+    ``count`` values seen; ``scaler``, a :class:`~sklearn_orfit.RecursiveStandardScaler`
+    that has learned the values before the last block boundary (a multiple of
+    :data:`STATS_BLOCK`; ``None`` before the first), and ``pending``, the values seen
+    after it. Continuing from a saved state gives the same numbers, bit for bit, as one
+    pass over the whole series: the scaler is called on the same blocks from the same
+    states.
     """
 
-    s0: float = math.nan
     count: int = 0
-    sum1: float = 0.0
-    sum2: float = 0.0
+    scaler: object = None
+    pending: np.ndarray = field(default_factory=lambda: np.empty(0))
+
+
+def _block_stats(scaler, block):
+    """Mean and standard deviation before each value of ``block``, through the scaler.
+
+    ``scaler`` holds the statistics before the block (``None``: nothing yet; it is not
+    changed). Both come from the scaler's own prequential statistics
+    (:meth:`~sklearn_orfit.RecursiveStandardScaler.prequential_transform`): centred
+    values ``d = x − mean`` (``with_std=False``) give the mean, and the z-scores
+    ``z = d / std`` the standard deviation ``d / z``. Where ``d = 0`` (a value equal to
+    the mean before it) the scale comes from ``x / std`` (``with_mean=False``), and for
+    a zero value equal to a zero mean from the scaler's state before the value.
+    """
+    X = block[:, None]
+
+    def fresh(**params):
+        sc = RecursiveStandardScaler() if scaler is None else copy.deepcopy(scaler)
+        return sc.set_params(**{"with_mean": True, "with_std": True, **params})
+
+    d = fresh(with_std=False).prequential_transform(X)[:, 0]
+    z = fresh().prequential_transform(X)[:, 0]
+    mean = block - d
+    with np.errstate(divide="ignore", invalid="ignore"):
+        std = d / z
+    bad = np.flatnonzero((d == 0) | ~np.isfinite(std))
+    if bad.size:
+        c = fresh(with_mean=False).prequential_transform(X)[:, 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            std[bad] = block[bad] / c[bad]
+        for r in bad[(block[bad] == 0) | ~np.isfinite(std[bad])]:
+            sc = fresh()
+            if r:
+                sc.partial_fit(X[:r])
+            std[r] = sc.scale_[0] if hasattr(sc, "mean_") else 1.0
+    return mean, std
 
 
 def past_stats(s, state=None):
     """Mean and standard deviation of the values before each element of ``s``.
 
     Continues ``state`` (a :class:`RunningStats`; ``None``: nothing seen yet) and returns
-    ``(mean, std, new_state)``. Population statistics (``ddof=0``) from running sums of
-    the values shifted by the first value, which keeps the sums small for series far
-    from zero; the first value overall gets NaN (nothing before it). A zero standard
-    deviation is replaced by 1, as :class:`~sklearn_orfit.RecursiveStandardScaler` does.
-    Cost: O(len(s)) time and memory.
+    ``(mean, std, new_state)``. Population statistics (``ddof=0``) of
+    :class:`~sklearn_orfit.RecursiveStandardScaler` (Welford's recursion and Chan et
+    al.'s merges, exact at extreme scales), which also sets a zero standard deviation to
+    1; the first value overall gets NaN (nothing before it). The scaler is called on
+    blocks of :data:`STATS_BLOCK` values aligned on the stream's positions.
+    Cost: O(len(s)) time, and O(:data:`STATS_BLOCK`) for the values kept in the state.
     """
     s = np.asarray(s, dtype=np.float64)
     st = RunningStats() if state is None else state
     m = s.shape[0]
-    mean, std = np.full(m, np.nan), np.full(m, np.nan)
     if m == 0:
-        return mean, std, st
-    s0 = s[0] if st.count == 0 else st.s0
-    d = s - s0
-    # sequential running sums (np.cumsum adds one value at a time): a continued state
-    # reproduces the sums of one pass exactly
-    c1 = np.cumsum(np.concatenate(([st.sum1], d)))
-    c2 = np.cumsum(np.concatenate(([st.sum2], d * d)))
-    n = np.arange(st.count, st.count + m, dtype=np.float64)
-    ok = n > 0
-    mean_d = c1[:-1][ok] / n[ok]
-    var = np.maximum(c2[:-1][ok] / n[ok] - mean_d * mean_d, 0.0)
-    mean[ok] = mean_d + s0
-    sd = np.sqrt(var)
-    # a constant stretch: scale 1, as RecursiveStandardScaler
-    std[ok] = np.where(sd > np.finfo(np.float64).eps * np.maximum(np.abs(mean[ok]), 1.0),
-                       sd, 1.0)
-    return mean, std, RunningStats(float(s0), st.count + m, float(c1[-1]), float(c2[-1]))
+        return np.full(0, np.nan), np.full(0, np.nan), st
+    values = np.concatenate((st.pending, s))
+    boundary = st.count - st.pending.shape[0]
+    scaler = None if st.scaler is None else copy.deepcopy(st.scaler)
+    n = values.shape[0]
+    means, stds, pos, kept = [], [], 0, 0
+    while pos < n:
+        stop = min(n, pos + STATS_BLOCK - (boundary + pos) % STATS_BLOCK)
+        block = values[pos:stop]
+        block_mean, block_std = _block_stats(scaler, block)
+        means.append(block_mean)
+        stds.append(block_std)
+        if (boundary + stop) % STATS_BLOCK == 0:  # a whole block: the boundary moves on
+            scaler = RecursiveStandardScaler() if scaler is None else scaler
+            scaler.partial_fit(block[:, None])
+            kept = stop
+        pos = stop
+    mean, std = np.concatenate(means)[n - m:], np.concatenate(stds)[n - m:]
+    if st.count == 0:  # nothing before the first value
+        mean[0] = std[0] = np.nan
+    return mean, std, RunningStats(st.count + m, scaler, values[kept:].copy())
 
 
 def past_mean_std(s):
