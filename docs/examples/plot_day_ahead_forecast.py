@@ -26,6 +26,7 @@ at once (:func:`~sklearn_orfit.prequential_predict` with ``delay = horizon − 1
 import matplotlib.pyplot as plt
 import numpy as np
 from sklearn.model_selection import GridSearchCV
+from threadpoolctl import threadpool_limits
 
 from sklearn_orfit import (
     QREWRLSRegressor,
@@ -66,6 +67,9 @@ print(X.shape, "rows; forecasts for", times[t[0] + H], "…", times[t[-1] + H])
 # before each fold as well: it learns them as their labels come due and does not score
 # them.
 n_tune = 1600
+# one BLAS thread: a streaming update is a few small matrix products, which more threads
+# only slow down (badly so on a busy machine)
+threadpool_limits(1, user_api="blas")
 model = StreamingTransformedTargetRegressor(make_streaming_pipeline(
     RecursiveStandardScaler(),
     RandomFourierFeatures(512, random_state=0),
