@@ -8,7 +8,9 @@ Subcommands:
   prints RMSE, MAE, MASE, skill against the last-value and seasonal-naive forecasts,
   ResMSE, ResVAR and the time per update (or one JSON object, ``--json``), writes the
   predictions (CSV) and a figure (PNG, when matplotlib is installed); a stream can be
-  saved (``--save-model``) and continued on new values (``--load-model``);
+  saved (``--save-model``) and continued on new values (``--load-model``); ``--tune``
+  chooses the transform, window, σ and model on the first part of the series
+  (:func:`sklearn_orfit.forecasting.tune_forecast`) and reports on the rest;
 * ``benchmark`` — the ABO paper's Table 5 speed sweep;
 * ``double-descent`` — the ABO paper's synthetic sweep over the number of features.
 
@@ -114,6 +116,11 @@ _DATASETS = {
 }
 _DEFAULT_TRANSFORM = {"electricity": "diff", "abo": "none"}  # exchange rates: logdiff
 _DEFAULT_D = {"abo": 2048, "ensemble": 2048, "orfit": 2048, "ewrls": 256}
+# the grid of --tune
+_TUNE_WINDOWS = (20, 50, 100)
+_TUNE_SIGMAS = (0.25, 0.5, 1.0)
+_TUNE_MODELS = ("abo",)
+_TUNE_SPLITS = 3
 
 
 def build_parser():
@@ -207,6 +214,21 @@ def build_parser():
     m.add_argument("--n-partitions", type=_int_at_least(1), default=4,
                    help="ensemble partitions (default 4)")
     m.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
+    t = f.add_argument_group("tuning")
+    t.add_argument("--tune", action="store_true",
+                   help="choose the transform, --window-size, --sigma and --model on the "
+                   "first part of the series only (--tune-fraction; GridSearchCV over "
+                   "prequential folds, transforms compared in the series' units), then "
+                   "forecast with the choice and report only on the values after that "
+                   "part. A setting given explicitly (e.g. --window-size 100) is kept, "
+                   "not tuned. Grid: transforms none, diff, logdiff (logdiff only for a "
+                   "positive series); N in " + ", ".join(map(str, _TUNE_WINDOWS))
+                   + "; σ in " + ", ".join(map(str, _TUNE_SIGMAS)) + "; the --tune-models")
+    t.add_argument("--tune-fraction", type=_float_in(0.0, 1.0, hi_open=True), default=0.3,
+                   metavar="F", help="fraction of the series, from its start, that --tune "
+                   "sees (default 0.3)")
+    t.add_argument("--tune-models", metavar="NAME[,NAME...]", default=None, action=_Once,
+                   help="models --tune chooses among (default abo), e.g. abo,sw-krls")
     o = f.add_argument_group("run and output")
     o.add_argument("--n-jobs", type=int, default=None,
                    help="joblib workers: the series of a several-column forecast run in "
@@ -1169,7 +1191,7 @@ def _forecast_task(task):
                 delta=s["delta"], n_partitions=s["n_partitions"], n_jobs=task["n_jobs"],
                 random_state=s["random_state"],
             )
-            tail, start, report = ex.StreamTail(), 0, 0
+            tail, start, report = ex.StreamTail(), 0, task.get("report_from", 0)
         else:
             model, tail = saved["model"], saved["tail"]
             start, report = saved["next_row"], saved["n_rows"]
@@ -1259,6 +1281,110 @@ def _resolve_settings(args, name):
         args.n_components = _DEFAULT_D.get(args.model, 4096)
 
 
+_TUNED = ("transform", "window_size", "sigma", "model")
+
+
+def _tune(args, data, given):
+    """``--tune``: choose the settings not given explicitly on the first part of the
+    series (:func:`sklearn_orfit.forecasting.tune_forecast`), set them in ``args`` and
+    return what the report says about the tuning."""
+    import time
+
+    from .forecasting import tune_forecast
+
+    if len(data.series) > 1:
+        raise CLIError(f"--tune chooses the settings of one series; --column names "
+                       f"{len(data.series)}: tune them one at a time")
+    (name, values), = data.series.items()
+    _check_values(values, name, data.where)
+    left = values.shape[0] - math.floor(args.tune_fraction * values.shape[0])
+    if left < 2:
+        raise CLIError(f"--tune-fraction {args.tune_fraction} leaves {left} value(s) of "
+                       f"{values.shape[0]} after the tuning part to report on; give a "
+                       "smaller --tune-fraction or a longer series")
+    if data.exog is not None:
+        for k, col in enumerate(data.exog_names):
+            _check_values(data.exog[:, k], col, data.where, what="--exog column")
+    fixed = [k for k in _TUNED if k in given and not (k == "transform"
+                                                      and args.transform == "auto")]
+    models = (args.model,) if "model" in fixed else (
+        tuple(_names(args.tune_models, "--tune-models")) if args.tune_models
+        else _TUNE_MODELS)
+    unknown = [m for m in models if m not in ex.MODELS]
+    if unknown:
+        raise CLIError(f"--tune-models: unknown model(s) {_listing(unknown)}; choose among "
+                       f"{_listing(ex.MODELS)}")
+    transforms = (args.transform,) if "transform" in fixed else ex.TRANSFORMS
+    params = {k: getattr(args, k) for k in (
+        "forgetting_factor", "alpha", "length_scale", "memory_size", "memory_policy",
+        "delta", "n_partitions")}
+    if "length_scale" not in given:  # given, it fixes sw-krls's kernel (1/σ otherwise)
+        params.pop("length_scale")
+    t0 = time.perf_counter()
+    try:
+        tuned = tune_forecast(
+            values, horizon=args.horizon, n_lags=args.n_lags, exog=data.exog,
+            transforms=transforms,
+            window_sizes=(args.window_size,) if "window_size" in fixed else _TUNE_WINDOWS,
+            sigmas=(args.sigma,) if "sigma" in fixed else _TUNE_SIGMAS, models=models,
+            n_components=args.n_components, model_params=params,
+            tune_fraction=args.tune_fraction, n_splits=_TUNE_SPLITS, n_jobs=args.n_jobs,
+            threads=args.threads, random_state=args.random_state)
+    except ValueError as exc:
+        raise CLIError(f"--tune: {exc}") from None
+    seconds = time.perf_counter() - t0
+    args.transform, args.model = tuned.transform, tuned.model
+    if tuned.window_size is not None:
+        args.window_size = tuned.window_size
+    if tuned.sigma is not None:
+        args.sigma = tuned.sigma
+    return {
+        "n_tune": tuned.n_tune, "tune_fraction": args.tune_fraction,
+        "report_from_position": tuned.n_tune,
+        "validation_positions": list(tuned.validation_positions),
+        "n_splits": tuned.n_splits, "fold_size": tuned.fold_size,
+        "warmup_size": tuned.warmup_size,
+        "choice": {k: tuned[k] for k in _TUNED}, "fixed": fixed,
+        "validation_rmse": tuned.rmse, "last_value_rmse": tuned.last_value_rmse,
+        "seconds": seconds, "table": tuned.table,
+    }
+
+
+def _say_tuning(tuning, say, units):
+    """The validation table (the best candidates of each transform) and the choice."""
+    u = f" ({units})" if units else ""
+    a, b = tuning["validation_positions"]
+    say(f"\ntuning: on the first {tuning['n_tune']} values only (--tune-fraction "
+        f"{tuning['tune_fraction']}), {tuning['n_splits']} prequential folds of "
+        f"{tuning['fold_size']} forecasts (positions {a}..{b - 1}); "
+        f"{sum(r['std_rmse'] is not None for r in tuning['table'])} candidates in "
+        f"{tuning['seconds']:.1f} s")
+    say(f"{'transform':10}{'model':>9}{'N':>6}{'σ':>7}{'std. RMSE':>11}{'rank':>6}"
+        f"{'RMSE' + u:>14}")
+    shown = 0
+    for r in tuning["table"]:
+        if r["std_rmse"] is None and r["rank"] is None:
+            say(f"{r['transform']:10} {r['note']}")
+            continue
+        if r["rank"] > 3:
+            continue
+        shown += 1
+        say(f"{r['transform']:10}{r['model']:>9}{_value(r['window_size'], '{}'):>6}"
+            f"{_value(r['sigma'], '{:g}'):>7}{_value(r['std_rmse']):>11}{r['rank']:>6}"
+            f"{_value(r['rmse']):>14}" + ("  <- chosen" if r["chosen"] else ""))
+    more = sum(r["rank"] is not None for r in tuning["table"]) - shown
+    say("(std. RMSE: of the standardised rows, ranks the candidates of a transform; RMSE: "
+        "the best of each transform replayed on the same folds, in the series' units, "
+        "chooses the transform" + (f"; {more} more candidates in --json" if more else "")
+        + ")")
+    c = tuning["choice"]
+    flags = " ".join(f"{_flag(k)} {c[k]}" for k in _TUNED if c[k] is not None)
+    fixed = (f"; kept as given: {', '.join(_flag(k) for k in tuning['fixed'])}"
+             if tuning["fixed"] else "")
+    say(f"chosen: {flags} (validation RMSE {_value(tuning['validation_rmse'])}, last "
+        f"value {_value(tuning['last_value_rmse'])}){fixed}")
+
+
 def _infer_season(times):
     if times is None or len(times) < 3:
         return None, "no time stamps"
@@ -1287,12 +1413,19 @@ def _forecast(args, out, given=frozenset()):
     say = (lambda *a, **k: None) if as_json else (lambda *a, **k: print(*a, file=out, **k))
     notes = []
     header = streams = None
+    for flag in ("tune_fraction", "tune_models"):
+        if flag in given and not args.tune:
+            raise CLIError(f"{_flag(flag)} needs --tune")
+    if args.tune and args.load_model is not None:
+        raise CLIError("--tune cannot continue a stream: --load-model's settings are fixed "
+                       "by the saved model (tune on a new stream, then --save-model)")
     if args.load_model is not None:
         header, streams = _load_model(args.load_model)
         _adopt_saved_settings(args, header, given, args.load_model)
     data = _load_input(args)
     args.n_exog = len(data.exog_names)
     names = list(data.series)
+    tuning = _tune(args, data, given) if args.tune else None
     _resolve_settings(args, data.source)
     continuing = header is not None
     saved_by_series = (_match_saved_series(names, header, streams, args.load_model)
@@ -1326,12 +1459,22 @@ def _forecast(args, out, given=frozenset()):
             - args.horizon
         skip = min(args.window_size, n_rows - 2)
         time_offset = 0
+    report_from = 0
+    if tuning is not None:  # report only the rows whose target lies after the tuning part
+        report_from = tuning["n_tune"] - ex.first_origin(
+            n_lags=args.n_lags, transform=transform) - args.horizon
+        if n_rows - report_from < 2:
+            raise CLIError(f"--tune-fraction {args.tune_fraction} leaves "
+                           f"{max(n_rows - report_from, 0)} forecast(s) after the tuning "
+                           "part to report on; give a smaller --tune-fraction or a longer "
+                           "series")
     several = len(names) > 1
     tasks = [{
         "settings": settings, "values": values, "exog": data.exog,
         "state": saved_by_series.get(name), "skip": skip, "season": season,
         "quiet": args.quiet or as_json or several, "save": args.save_model is not None,
         "desc": f"{args.model} on {name}", "n_jobs": args.n_jobs,
+        "report_from": report_from,
     } for name, values in data.series.items()]
     label = (data.source if args.csv is None or several
              else f"{data.source}:{names[0]}")
@@ -1355,14 +1498,21 @@ def _forecast(args, out, given=frozenset()):
         n_steps = (n_values if continuing else n_rows) * len(names)
         say(f"rows: {modelled}, standardised with past mean/std, {args.n_lags} lags"
             f"{exog_text} → {n_steps} predict-then-update steps"
-            + ("" if continuing else f" (first {skip} not scored)"))
+            + ("" if continuing else f" (first {skip} not scored)" if tuning is None else
+               f"; reported and scored only from position {tuning['n_tune']} on, after "
+               f"the {tuning['n_tune']} values the tuning saw"))
         if data.time_column is not None:
             say(f"time: column {data.time_column!r}")
+        if tuning is not None:
+            _say_tuning(tuning, say, data.units)
         if data.times is not None and not _increasing(data.times):
             notes.append("the time stamps are not increasing: the figure uses positions and "
                          "no season is inferred from them")
         outcomes, n_warn, first_warning = _run_tasks(tasks, args)
         results = {name: o[0] for name, o in zip(names, outcomes)}
+        if report_from:  # the rows of the tuning part were learned (and timed) too
+            results = {name: dataclasses.replace(r, seconds_per_update=r.seconds / max(
+                r.y_pred.shape[0] + report_from, 1)) for name, r in results.items()}
         reports = [_series_report(name, results[name], data.series[name].shape[0])
                    for name in names]
         units = data.units
@@ -1389,7 +1539,8 @@ def _forecast(args, out, given=frozenset()):
             if r["summary"]:
                 say(r["summary"])
             say(f"\ntime per update: {result.seconds_per_update * 1e6:.1f} µs "
-                f"(features + predict + update; {result.y_pred.shape[0]} updates in "
+                f"(features + predict + update; {result.y_pred.shape[0] + report_from} "
+                f"updates in "
                 f"{result.seconds:.2f} s)")
         else:
             width = max(12, *(len(n) + 2 for n in names))
@@ -1477,6 +1628,7 @@ def _forecast(args, out, given=frozenset()):
                                  "dask" if args.scheduler else None)},
                 "series": reports,
                 "aggregate": _aggregate(reports),
+                "tuning": tuning,
                 "notes": notes, "files": files,
             }
             print(json.dumps(_jsonable(doc), allow_nan=False), file=out)  # ASCII: any terminal

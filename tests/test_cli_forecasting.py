@@ -851,3 +851,127 @@ def test_warnings_in_the_series_are_one_note(tmp_path, data, capsys, monkeypatch
     assert "note: 2 warning(s) during the run; first: RuntimeWarning: something odd" in out
     assert "something odd" not in err
     assert warnings.filters == before
+
+
+# ------------------------------------------------------------------ --tune
+TUNE_SMALL = ["--n-components", 64, "--n-lags", 4, "--quiet", "--no-plot", "--chunk-size",
+              50]
+N_TUNE_CSV = 600
+
+
+@pytest.fixture
+def long_csv(tmp_path):
+    columns = make_columns(N_TUNE_CSV, seed=3)
+    times = np.datetime64("2024-01-01T00:00") + np.arange(N_TUNE_CSV) * np.timedelta64(
+        1, "h")
+    return write_csv(tmp_path / "long.csv", columns, times=times)
+
+
+def test_tune_reports_only_after_the_tuning_part(tmp_path, long_csv, capsys):
+    """--tune: the choice and the table in the JSON, the settings used are the choice,
+    and the forecasts reported (JSON and predictions) start after the tuning part."""
+    argv = ["--csv", long_csv, "--column", "a", "--tune", "--tune-fraction", 0.5,
+            "--window-size", 20, *TUNE_SMALL, "--output-dir", tmp_path / "o"]
+    doc = run_json(argv, capsys)
+    tuning = doc["tuning"]
+    n_tune = tuning["n_tune"]
+    assert n_tune == N_TUNE_CSV // 2 == tuning["report_from_position"]
+    choice = tuning["choice"]
+    assert choice["window_size"] == 20 and tuning["fixed"] == ["window_size"]
+    assert choice["transform"] in ("none", "diff", "logdiff")
+    assert {k: doc["settings"][k] for k in choice} == choice
+    chosen = [r for r in tuning["table"] if r["chosen"]]
+    assert len(chosen) == 1 and chosen[0]["rmse"] == tuning["validation_rmse"]
+    assert {r["transform"] for r in tuning["table"]} == {"none", "diff", "logdiff"}
+    assert tuning["validation_positions"][1] == n_tune
+    (series,) = doc["series"]
+    assert series["first_position"] == n_tune
+    assert series["n_forecasts"] == series["n_scored"] == N_TUNE_CSV - n_tune
+    positions = read_predictions(series["predictions"])["position"].astype(int)
+    assert positions[0] == n_tune and positions[-1] == N_TUNE_CSV - 1
+    # the text output says so
+    status, out, err = run(argv, capsys)
+    assert status == 0, err
+    assert f"reported and scored only from position {n_tune} on" in out
+    assert "<- chosen" in out and "chosen: --transform" in out
+
+
+def test_tune_forecasts_are_those_of_the_chosen_settings(tmp_path, long_csv, capsys):
+    """The tuned run is the stream with the chosen settings, reported from n_tune on."""
+    common = ["--csv", long_csv, "--column", "a", *TUNE_SMALL]
+    doc = run_json([*common, "--tune", "--tune-fraction", 0.4, "--sigma", 0.5,
+                    "--window-size", 20, "--output-dir", tmp_path / "t"], capsys)
+    choice, n_tune = doc["tuning"]["choice"], doc["tuning"]["n_tune"]
+    assert doc["tuning"]["fixed"] == ["window_size", "sigma"]
+    assert {r["sigma"] for r in doc["tuning"]["table"] if r["sigma"] is not None} == {0.5}
+    plain = run_json([*common, "--transform", choice["transform"], "--sigma", 0.5,
+                      "--window-size", 20, "--output-dir", tmp_path / "p"], capsys)
+    tuned = forecasts(doc["series"][0]["predictions"])
+    untuned = forecasts(plain["series"][0]["predictions"])
+    assert min(tuned) == n_tune
+    assert tuned == {p: f for p, f in untuned.items() if p >= n_tune}
+
+
+def test_tune_explicit_flags_are_kept(tmp_path, long_csv, capsys):
+    doc = run_json(["--csv", long_csv, "--column", "a", "--tune", "--tune-fraction", 0.5,
+                    "--transform", "none", "--window-size", 30, "--model", "qrd-rls",
+                    *TUNE_SMALL, "--no-save"], capsys)
+    tuning = doc["tuning"]
+    assert tuning["fixed"] == ["transform", "window_size", "model"]
+    assert {(r["transform"], r["model"], r["window_size"]) for r in tuning["table"]} == {
+        ("none", "qrd-rls", 30)}
+    assert tuning["choice"] == {"transform": "none", "window_size": 30, "sigma": None,
+                                "model": "qrd-rls"}
+    assert (doc["settings"]["model"], doc["settings"]["window_size"]) == ("qrd-rls", 30)
+
+
+def test_tune_models_and_auto_transform_is_tuned(tmp_path, long_csv, capsys):
+    doc = run_json(["--csv", long_csv, "--column", "a", "--tune", "--tune-fraction", 0.5,
+                    "--transform", "auto", "--window-size", 20, "--sigma", 0.5,
+                    "--tune-models", "abo,qrd-rls", *TUNE_SMALL, "--no-save"], capsys)
+    table = doc["tuning"]["table"]
+    assert {r["model"] for r in table} == {"abo", "qrd-rls"}
+    assert {r["transform"] for r in table} == {"none", "diff", "logdiff"}
+    assert "transform" not in doc["tuning"]["fixed"]
+
+
+def test_tune_skips_logdiff_for_a_series_that_is_not_positive(tmp_path, capsys):
+    columns = {"x": make_columns(N_TUNE_CSV, seed=4)["a"] - 100.0}
+    times = np.datetime64("2024-01-01T00:00") + np.arange(N_TUNE_CSV) * np.timedelta64(
+        1, "h")
+    path = write_csv(tmp_path / "neg.csv", columns, times=times)
+    doc = run_json(["--csv", path, "--tune", "--tune-fraction", 0.5, "--window-size", 20,
+                    "--sigma", 0.5, *TUNE_SMALL, "--no-save"], capsys)
+    (row,) = [r for r in doc["tuning"]["table"] if r["transform"] == "logdiff"]
+    assert "skipped" in row["note"]
+    assert doc["tuning"]["choice"]["transform"] != "logdiff"
+
+
+@pytest.mark.parametrize("extra, fragments", [
+    (["--load-model", "m.joblib"], ("--tune", "--load-model")),
+    (["--column", "a,b"], ("--tune", "one series")),
+    (["--tune-fraction", 0.999], ("--tune-fraction 0.999 leaves 1 value",)),
+    (["--tune-fraction", 0.05], ("--tune:", "too short")),
+    (["--tune-models", "abo,arima"], ("--tune-models", "arima")),
+])
+def test_tune_errors(tmp_path, long_csv, capsys, extra, fragments):
+    (tmp_path / "m.joblib").write_bytes(b"not read")
+    extra = [str(tmp_path / e) if e == "m.joblib" else e for e in extra]
+    column = [] if "--column" in extra else ["--column", "a"]
+    status, _, err = run(["--csv", long_csv, *column, "--tune", "--window-size", 20,
+                          *TUNE_SMALL, "--no-save", *extra], capsys)
+    one_line_error(status, err, *fragments)
+
+
+def test_tune_load_model_refused_before_computing(tmp_path, long_csv, capsys,
+                                                  must_not_compute):
+    status, _, err = run(["--csv", long_csv, "--column", "a", "--tune", "--load-model",
+                          tmp_path / "missing.joblib", *TUNE_SMALL], capsys)
+    one_line_error(status, err, "--tune", "--load-model")
+
+
+@pytest.mark.parametrize("flag", [["--tune-fraction", 0.5], ["--tune-models", "abo"]])
+def test_tune_options_need_tune(tmp_path, long_csv, capsys, must_not_compute, flag):
+    status, _, err = run(["--csv", long_csv, "--column", "a", *flag, *TUNE_SMALL,
+                          "--no-save"], capsys)
+    one_line_error(status, err, f"{flag[0]} needs --tune")
