@@ -30,15 +30,17 @@ when matplotlib is installed.
 """
 
 import argparse
-import contextlib
 import os
-import platform
 import time
 
 import numpy as np
 
 from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
-from sklearn_orfit.datasets import make_abo_series, make_lagged
+from sklearn_orfit._experiments import (
+    blas_threads, header_line, machine_header, make_forecast_problem, pyplot, save_figure,
+    write_results,
+)
+from sklearn_orfit.datasets import make_abo_series
 
 N_LAGS = 7
 WINDOW = 20
@@ -46,16 +48,6 @@ SIGMA = 1.0
 LAMBDAS = (1.0, 0.9)
 CHUNK = 1000  # rows per feature-map chunk (bounds memory to CHUNK × D numbers)
 SVD_MAX_D = 64
-
-
-def recursive_standardise(x):
-    """``s_t = (x_t − mean(x_<t)) / std(x_<t)`` for ``t ≥ 2`` (no look-ahead)."""
-    t = np.arange(1, x.size + 1)
-    mean = np.cumsum(x) / t
-    var = np.cumsum(x * x) / t - mean**2
-    out = np.full_like(x, np.nan)
-    out[2:] = (x[2:] - mean[1:-1]) / np.sqrt(var[1:-1])
-    return out[2:]
 
 
 def window_stats(Z, y, *, lam):
@@ -103,7 +95,8 @@ def window_stats(Z, y, *, lam):
 
 def run(n_updates, dims, seed):
     series = make_abo_series(n_updates + 500, random_state=seed)
-    X, y = make_lagged(recursive_standardise(series), N_LAGS)
+    problem = make_forecast_problem(series, n_lags=N_LAGS)  # recursively standardised
+    X, y = problem.X, problem.y
     n_warm = X.shape[0] - n_updates
     rows = []
     preds = {}
@@ -154,6 +147,8 @@ def run(n_updates, dims, seed):
 
 
 def print_tables(rows, preds, dims):
+    """Print the tables; returns the largest relative difference between the λ's
+    predictions for D > N (NaN without such D)."""
     for lam in LAMBDAS:
         print(f"\nλ = {lam}  (N = {WINDOW}, σ = {SIGMA})")
         print("| D | train mean | train var | test mean | test var | κ mean | κ var | "
@@ -173,15 +168,13 @@ def print_tables(rows, preds, dims):
         )
         print(f"\nλ-independence for D > N (min-norm identity): max relative |ŷ(λ=1) − ŷ(λ=0.9)| "
               f"= {dev:.2e} over D ∈ {over[0]}…{over[-1]}")
+        return float(dev)
+    return float("nan")
 
 
 def plot(rows, path):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         print("matplotlib not installed: no figure")
         return
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
@@ -201,9 +194,7 @@ def plot(rows, path):
     axes[0].legend(fontsize=7)
     axes[1].legend(fontsize=7)
     fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=120)
-    print(f"figure: {path}")
+    print(f"figure: {save_figure(fig, path, dpi=120)}")
 
 
 def main(argv=None):
@@ -219,25 +210,23 @@ def main(argv=None):
     n_updates = args.n_updates or (2000 if args.quick else 10_000)
     max_log2 = args.max_log2_d or (11 if args.quick else 14)
     dims = sorted({2**k for k in range(1, max_log2 + 1)} | {WINDOW})
-    try:
-        from threadpoolctl import threadpool_info, threadpool_limits
-    except ImportError:
-        threadpool_info, threadpool_limits = (lambda: []), None
-    limit = (threadpool_limits(limits=args.threads, user_api="blas") if threadpool_limits
-             else contextlib.nullcontext())
+    ctx, _ = blas_threads(args.threads)
     t0 = time.perf_counter()
-    with limit:
-        blas = ", ".join(f"{i['internal_api']} {i.get('version')} ({i['num_threads']} threads)"
-                         for i in threadpool_info() if i["user_api"] == "blas")
-        print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
-              f"BLAS: {blas or 'unknown (threadpoolctl not installed)'}")
+    with ctx:
+        header = machine_header()
+        print(header_line(header))
         print(f"{n_updates} prequential updates, D ∈ {dims}, seed {args.seed}")
         rows, preds = run(n_updates, dims, args.seed)
-    print_tables(rows, preds, dims)
-    plot(rows, os.path.join(args.out, "double_descent_quick.png" if args.quick
-                            else "double_descent.png"))
+    identity = print_tables(rows, preds, dims)
+    name = "bench_double_descent_quick" if args.quick else "bench_double_descent"
+    plot(rows, os.path.join(args.out, name[6:] + ".png"))
+    settings = {"n_updates": n_updates, "dims": dims, "seed": args.seed, "window_size": WINDOW,
+                "n_lags": N_LAGS, "sigma": SIGMA, "lambdas": LAMBDAS,
+                "blas_threads": args.threads, "quick": args.quick}
+    write_results(name, {"settings": settings, "rows": rows, "lambda_identity": identity},
+                  args.out, header=header)
     print(f"total {time.perf_counter() - t0:.0f} s")
-
+    return rows
 
 if __name__ == "__main__":
     main()

@@ -29,18 +29,21 @@ rounds — checks that the script runs, the numbers mean little).
 
 import argparse
 import os
-import platform
 import time
 
 import joblib
 import numpy as np
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_info
 
 from sklearn_orfit import FeaturePartitionEnsemble, QREWRLSRegressor, RandomFourierFeatures
+from sklearn_orfit._experiments import (
+    blas_threads, header_line, machine_header, time_calls, write_results,
+)
 from sklearn_orfit.datasets import load_electricity_demand, make_abo_series, make_lagged
 from sklearn_orfit.metrics import res_mse, res_var
 
 N, N_PARTITIONS, CHUNK = 20, 4, 2000
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
 
 def _blas_threads():
@@ -124,11 +127,7 @@ def bench_speed(D, X, y, n_chunks):
     for name, (ens, backend) in runs.items():
         inner = {"inner_max_num_threads": 1} if backend == "loky" else {}
         with joblib.parallel_config(backend=backend, **inner):
-            t = []
-            for _ in range(7):
-                t0 = time.perf_counter()
-                ens.prequential_predict(X[tiny], y[tiny])
-                t.append(time.perf_counter() - t0)
+            t = time_calls(lambda: ens.prequential_predict(X[tiny], y[tiny]), 7)
         overhead[name] = float(np.median(t))
     ref = np.concatenate(preds["n_jobs=1"])
     diffs = {name: float(np.max(np.abs(np.concatenate(p) - ref))) for name, p in preds.items()}
@@ -199,24 +198,26 @@ def print_scores(title, scores):
         print(f"| {name:<20} | {mse:7.4f} | {var:7.4f} |")
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="D = 2^12, few rows")
-    args = parser.parse_args()
+    parser.add_argument("--out", default=OUT if __name__ == "__main__" else None,
+                        help="folder of the results' JSON (default benchmarks/out)")
+    args = parser.parse_args(argv)
     D = 2**12 if args.quick else 2**14
     n_chunks = 2 if args.quick else 4
 
-    load0 = os.getloadavg()
-    print(f"python {platform.python_version()}, numpy {np.__version__}, "
-          f"joblib {joblib.__version__}, {platform.processor() or platform.machine()}")
+    print(f"joblib {joblib.__version__}")
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    print(f"cores available: {cores}; load average at start: "
-          f"{load0[0]:.2f} {load0[1]:.2f} {load0[2]:.2f}")
+    print(f"cores available: {cores}")
 
     series = make_abo_series(10500, random_state=0)
     X, y = make_lagged(series, n_lags=7)
 
-    with threadpool_limits(limits=1):
+    ctx, _ = blas_threads(1)
+    with ctx:
+        header = machine_header()
+        print(header_line(header))
         print(f"BLAS in this process: {_blas_threads()}")
         with joblib.parallel_config(backend="loky", inner_max_num_threads=1):
             print(f"BLAS in the loky workers: {_worker_blas_threads(2)}")
@@ -231,6 +232,7 @@ def main():
         n_abo = X.shape[0] if not args.quick else 2500
         start = n_abo - 10000 if not args.quick else 500
         scores = accuracy(D, X[:n_abo], y[:n_abo], start, sigma=1.0)
+        accuracy_abo = scores
         print_scores(f"ABO synthetic series: 7 lags, σ = 1, D = {D}, rows {start}–{n_abo} "
                      "scored", scores)
 
@@ -242,6 +244,18 @@ def main():
                      f"D = {D}, rows 500–{Xe.shape[0]} scored", scores)
     load2 = os.getloadavg()
     print(f"\nload average at the end: {load2[0]:.2f} {load2[1]:.2f} {load2[2]:.2f}")
+    settings = {"D": D, "window_size": N, "n_partitions": N_PARTITIONS, "chunk": CHUNK,
+                "n_chunks": n_chunks, "quick": args.quick, "blas_threads": 1,
+                "joblib": joblib.__version__, "cores": cores}
+
+    def table(sc):
+        return [{"model": k, "res_mse": m, "res_var": v} for k, (m, v) in sc.items()]
+
+    write_results("bench_ensemble_quick" if args.quick else "bench_ensemble", {
+        "settings": settings, "speed_s_per_chunk": times, "max_abs_diff": diffs,
+        "call_overhead_s": overhead, "load_after_speed": load1, "load_at_end": load2,
+        "accuracy_abo": table(accuracy_abo), "accuracy_electricity": table(scores)},
+        args.out, header=header)
 
 
 if __name__ == "__main__":

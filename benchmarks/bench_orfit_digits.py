@@ -23,6 +23,7 @@ SGD epochs). Writes ``benchmarks/out/orfit_digits.png`` when matplotlib is insta
 """
 
 import argparse
+import os
 import time
 import warnings
 from pathlib import Path
@@ -32,6 +33,9 @@ from scipy import ndimage
 from sklearn.datasets import load_digits
 
 from sklearn_orfit import ORFitRegressor
+from sklearn_orfit._experiments import (
+    blas_threads, header_line, machine_header, pyplot, save_figure, write_results,
+)
 from sklearn_orfit._orfit import SpannedBatchWarning
 
 OUT = Path(__file__).parent / "out"
@@ -161,6 +165,24 @@ def _dist(w, w_ref, w0):
     return float(np.linalg.norm(w - w_ref) / np.linalg.norm(w_ref - w0))
 
 
+def summary(res):
+    """The printed tables as JSON-ready rows: mean and std over the seeds."""
+
+    def ms(v):
+        return {"mean": float(np.mean(v)), "std": float(np.std(v))}
+
+    memory = []
+    for name in METHODS:
+        c, e = res["curves"][name], res["tracked"][name]
+        memory.append({"method": name, "test_rmse_end": ms(c[:, -1]),
+                       "test_rmse_mean": ms(c.mean(axis=1)), "img11_end": ms(e[:, -1]),
+                       "img11_max_after": ms(e[:, TRACKED:].max(axis=1))})
+    unlimited = [{"method": name, "dist_to_orfit": ms(v[:, 0]), "train_rmse": ms(v[:, 1]),
+                  "test_rmse": ms(v[:, 2])} for name, v in res["unlimited"].items()]
+    return {"memory": memory, "unlimited": unlimited, "n_pixels": res["n_pixels"],
+            "n_test": res["n_test"], "n_spanned_warnings": res["n_spanned_warnings"]}
+
+
 def report(res, args):
     curves, tracked = res["curves"], res["tracked"]
     print(
@@ -199,15 +221,10 @@ def _ms(v):
 
 
 def plot(res, args):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         print("matplotlib not installed: no figure")
         return None
-    OUT.mkdir(exist_ok=True)
     fig, axes = plt.subplots(1, 3, figsize=(16, 4.5))
     steps = np.arange(1, res["curves"][METHODS[0]].shape[1] + 1)
     for name in METHODS:
@@ -232,8 +249,7 @@ def plot(res, args):
                 title="(c) no memory limit: ORFit vs multi-pass SGD")
     axes[2].legend()
     fig.tight_layout()
-    path = OUT / "orfit_digits.png"
-    fig.savefig(path, dpi=110)
+    path = save_figure(fig, os.path.join(args.out, "orfit_digits.png"), dpi=110)
     print(f"figure: {path}")
     return path
 
@@ -247,13 +263,24 @@ def main(argv=None):
     parser.add_argument("--size", type=int, default=28, help="image side after resizing")
     parser.add_argument("--epochs", type=int, default=1000)
     parser.add_argument("--quick", action="store_true", help="3 seeds, 100 SGD epochs")
+    parser.add_argument("--out", default=str(OUT) if __name__ == "__main__" else None,
+                        help="folder of the figure and the results' JSON (default "
+                             "benchmarks/out)")
     args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.epochs = 3, 100
     t0 = time.perf_counter()
-    res = run(args)
+    ctx, _ = blas_threads(1)
+    with ctx:
+        header = machine_header()
+        print(header_line(header))
+        res = run(args)
     report(res, args)
-    plot(res, args)
+    if args.out:
+        plot(res, args)
+    settings = {k: v for k, v in vars(args).items() if k != "out"}
+    write_results("bench_orfit_digits", {"settings": settings, **summary(res)}, args.out,
+                  header=header)
     print(f"({time.perf_counter() - t0:.1f} s)")
     return res
 

@@ -28,6 +28,7 @@ Regenerate: ``python benchmarks/bench_orfit_mlp.py`` (about 2 minutes on one cor
 """
 
 import argparse
+import os
 import time
 import warnings
 
@@ -35,9 +36,11 @@ import numpy as np
 from sklearn.datasets import load_digits
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPRegressor
-from threadpoolctl import threadpool_limits
 
 from sklearn_orfit import ORFitMLPRegressor, ORFitRegressor
+from sklearn_orfit._experiments import (
+    blas_threads, header_line, machine_header, time_calls, write_results,
+)
 from sklearn_orfit._orfit import SpannedBatchWarning
 
 try:  # the digits stream of the linear benchmark
@@ -48,6 +51,8 @@ except ImportError:  # run from the repository root
 
     sys.path.insert(0, str(Path(__file__).parent))
     from bench_orfit_digits import make_split
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
 TRACKED = 10  # the early training point whose error is tracked (the 11th)
 
@@ -80,10 +85,12 @@ def _rmse(a, b):
 
 def one_pass(est, X, y):
     """Learn one row per call; return the time per row."""
-    t0 = time.perf_counter()
-    for i in range(len(y)):
-        est.partial_fit(X[i : i + 1], y[i : i + 1])
-    return (time.perf_counter() - t0) / len(y)
+
+    def learn():
+        for i in range(len(y)):
+            est.partial_fit(X[i : i + 1], y[i : i + 1])
+
+    return time_calls(learn, 1)[0] / len(y)
 
 
 def sklearn_mlp(hidden, seed):
@@ -95,12 +102,14 @@ def floor_per_row(est, X, m):
     """One Jacobian of one row plus one ``P × (m + 1)`` product, at the final network."""
     B = np.random.default_rng(0).normal(size=(m + 1, est.params_.size))
     reps = min(len(X), 200)
-    t0 = time.perf_counter()
-    for i in range(reps):
-        x = X[i : i + 1]
-        J = est._jacobian(est._forward(x, est.params_), est.params_)
-        B @ J[0]
-    return (time.perf_counter() - t0) / reps
+
+    def rows():
+        for i in range(reps):
+            x = X[i : i + 1]
+            J = est._jacobian(est._forward(x, est.params_), est.params_)
+            B @ J[0]
+
+    return time_calls(rows, 1)[0] / reps
 
 
 def run_stream(make, args):
@@ -127,11 +136,7 @@ def run_stream(make, args):
                 (_rmse(est.predict(Xt), yt), abs(est.predict(X[TRACKED : TRACKED + 1])[0]
                                                  - y[TRACKED]), t))
         many = sklearn_mlp(hidden, seed)
-        t0 = time.perf_counter()
-        for _ in range(args.epochs):
-            for i in range(len(y)):
-                many.partial_fit(X[i : i + 1], y[i : i + 1])
-        t = (time.perf_counter() - t0) / len(y)
+        t = sum(one_pass(many, X, y) for _ in range(args.epochs))
         rows.setdefault(f"MLPRegressor.partial_fit, {args.epochs} passes", []).append(
             (_rmse(many.predict(Xt), yt), abs(many.predict(X[TRACKED : TRACKED + 1])[0]
                                               - y[TRACKED]), t))
@@ -143,6 +148,8 @@ def run_stream(make, args):
 
 
 def report(title, rows, n_params, shape, baseline):
+    """Print the table; returns it as JSON-ready rows (means over the seeds)."""
+    table = []
     print(f"\n{title}: {shape[0]} rows × {shape[1]} features, network P = {n_params} "
           f"parameters; predicting the stream's mean: test RMSE {baseline:.3f}")
     print(f"{'method':42s} {'test RMSE':>10s} {'|error| on 11th':>16s} {'time/row':>10s}")
@@ -153,9 +160,13 @@ def report(title, rows, n_params, shape, baseline):
         rm = "" if np.isnan(rmse) else f"{rmse:10.3f}"
         fg = "" if np.isnan(forget) else f"{forget:16.3f}"
         print(f"{name:42s} {rm:>10s} {fg:>16s} {t * 1e3:8.3f}ms")
+        table.append({"method": name, "test_rmse": rmse, "error_on_11th": forget,
+                      "ms_per_row": t * 1e3})
+    return {"title": title, "n_rows": shape[0], "n_features": shape[1],
+            "n_params": n_params, "baseline_rmse": baseline, "rows": table}
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="one seed, 20 passes")
@@ -166,19 +177,31 @@ def main():
     parser.add_argument("--size", type=int, default=28)
     parser.add_argument("--n-synth", type=int, default=200)
     parser.add_argument("--epochs", type=int, default=50)
-    args = parser.parse_args()
+    parser.add_argument("--out", default=OUT if __name__ == "__main__" else None,
+                        help="folder of the results' JSON (default benchmarks/out)")
+    args = parser.parse_args(argv)
     if args.quick:
         args.seeds, args.epochs = 1, 20
     print(f"ORFit-MLP benchmark: hidden ({args.hidden},) tanh, m = {args.memory_size}, "
           f"{args.seeds} seeds, one BLAS thread")
     t0 = time.perf_counter()
-    with threadpool_limits(limits=1), warnings.catch_warnings():
+    ctx, _ = blas_threads(1)
+    with ctx, warnings.catch_warnings():
+        header = machine_header()
+        print(header_line(header))
         warnings.simplefilter("ignore", SpannedBatchWarning)
         warnings.simplefilter("ignore", ConvergenceWarning)
-        report(f"Rotated digits ({args.size}×{args.size})", *run_stream(digits_stream, args))
-        report("Nonlinear synthetic (5 features, drifting order)",
-               *run_stream(synthetic_stream, args))
+        tables = [
+            report(f"Rotated digits ({args.size}×{args.size})",
+                   *run_stream(digits_stream, args)),
+            report("Nonlinear synthetic (5 features, drifting order)",
+                   *run_stream(synthetic_stream, args)),
+        ]
     print(f"\ntotal {time.perf_counter() - t0:.0f} s")
+    settings = {k: v for k, v in vars(args).items() if k != "out"}
+    write_results("bench_orfit_mlp", {"settings": settings, "tables": tables}, args.out,
+                  header=header)
+    return tables
 
 
 if __name__ == "__main__":

@@ -28,37 +28,30 @@ Regenerate with ``python benchmarks/bench_orfit_scaling.py`` (``--quick``: ``p �
 import argparse
 import json
 import os
-import resource
 import subprocess
 import sys
 import time
 import warnings
 
 import numpy as np
-from bench_orfit_speed import _cpu  # the machine line, as the speed benchmark prints it
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_limits
 
 from sklearn_orfit import ORFitRegressor
+from sklearn_orfit._experiments import (
+    best_of, blas_threads, header_line, machine_header, peak_rss_mib, write_results,
+)
 from sklearn_orfit._orfit import SpannedBatchWarning
 
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
+
 CHECKPOINTS = (250, 1000, 4000)
-
-
-def _peak_rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
 def _floor(k, p, rng, repeats=20):
     """Best time of ``c = U g``, ``U.T @ c`` on a C-ordered ``k×p`` matrix (the basis's layout)."""
     U = rng.normal(size=(k, p))
     g = rng.normal(size=p)
-    best = np.inf
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        c = U @ g
-        c @ U
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return best_of(lambda: (U @ g) @ U, repeats)
 
 
 def worker(p, n_rows):
@@ -91,7 +84,7 @@ def worker(p, n_rows):
             n_tail = t - max(done, t - tail)
             done = t
             k = min(t, p)
-            rss = _peak_rss_mb()
+            rss = peak_rss_mib()
             floor = _floor(k, p, rng)
             row = {
                 "p": p,
@@ -108,6 +101,8 @@ def worker(p, n_rows):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="p ≤ 2048, 1,000 rows")
+    parser.add_argument("--out", default=OUT if __name__ == "__main__" else None,
+                        help="folder of the results' JSON (default benchmarks/out)")
     parser.add_argument("--worker", type=int, nargs=2, metavar=("P", "ROWS"),
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -117,22 +112,17 @@ def main(argv=None):
     sizes = (512, 2048) if args.quick else (512, 2048, 8192)
     n_rows = 1000 if args.quick else max(CHECKPOINTS)
 
-    with threadpool_limits(limits=1):
-        blas = [
-            f"{i['internal_api']} {i.get('version')} ({i.get('architecture', '-')}), "
-            f"{i['num_threads']} thread(s)"
-            for i in threadpool_info()
-        ]
+    ctx, _ = blas_threads(1)
+    with ctx:
+        machine = machine_header()
     print("ORFit, memory_size=None: µs per row (learn_one) against the floor "
           "(Uᵀg and U(Uᵀg) at k), one BLAS thread")
-    print(f"machine: {_cpu()}, {os.cpu_count()} CPUs, numpy {np.__version__}")
-    for line in blas:
-        print(f"BLAS: {line}")
+    print(header_line(machine))
     print()
     header = (f"{'p':>6}{'rows':>7}{'k':>7}{'mean µs/row':>13}{'last µs/row':>13}"
               f"{'floor µs':>10}{'× floor':>9}{'slope':>7}{'peak RSS':>11}")
     print(header)
-    fits = []
+    fits, rows = [], []
     for p in sizes:
         out = subprocess.run(
             [sys.executable, __file__, "--worker", str(p), str(n_rows)],
@@ -152,10 +142,15 @@ def main(argv=None):
                   f"{row['last_us']:>13.1f}{row['floor_us']:>10.1f}"
                   f"{row['last_us'] / row['floor_us']:>9.2f}{slope:>7}"
                   f"{row['rss_mb']:>8.0f} MB")
+            rows.append(row)
             prev = row
     print()
     for row in fits:
         print(f"fit on {row['fit_rows']} rows, p = {row['p']}: {row['fit_s']:.2f} s")
+    settings = {"sizes": sizes, "n_rows": n_rows, "checkpoints": CHECKPOINTS,
+                "quick": args.quick, "blas_threads": 1}
+    write_results("bench_orfit_scaling", {"settings": settings, "rows": rows, "fits": fits},
+                  args.out, header=machine)
 
 
 if __name__ == "__main__":

@@ -19,22 +19,15 @@ Regenerate with ``python benchmarks/bench_orfit_speed.py`` (``--quick`` for 200 
 
 import argparse
 import os
-import platform
-import time
 
 import numpy as np
-from threadpoolctl import threadpool_info, threadpool_limits
 
 from sklearn_orfit import ORFitRegressor, RandomFourierFeatures
+from sklearn_orfit._experiments import (
+    best_of, blas_threads, header_line, machine_header, write_results,
+)
 
-
-def _best(fn, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
 
 def main(argv=None):
@@ -44,6 +37,8 @@ def main(argv=None):
     parser.add_argument("--n-rows", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="200 rows, 2 repeats")
+    parser.add_argument("--out", default=OUT if __name__ == "__main__" else None,
+                        help="folder of the results' JSON (default benchmarks/out)")
     args = parser.parse_args(argv)
     if args.quick:
         args.n_rows, args.repeats = 200, 2
@@ -56,12 +51,9 @@ def main(argv=None):
     y = np.sin(3 * inputs).sum(axis=1)
     Z_warm, y_warm, Z_run, y_run = Z[: 2 * m], y[: 2 * m], Z[2 * m :], y[2 * m :]
 
-    with threadpool_limits(limits=1):
-        blas = [
-            f"{i['internal_api']} {i.get('version')} ({i.get('architecture', '-')}), "
-            f"{i['num_threads']} thread(s)"
-            for i in threadpool_info()
-        ]
+    ctx, _ = blas_threads(1)
+    with ctx:
+        header = machine_header()
         # a full memory before timing: the steady state of the stream
         base = ORFitRegressor(memory_size=m)
         base.partial_fit(Z_warm[:1], y_warm[:1])
@@ -103,17 +95,15 @@ def main(argv=None):
         }
         best = dict.fromkeys(["floor", *paths], np.inf)
         for _ in range(args.repeats):
-            best["floor"] = min(best["floor"], _best(floor, 1) / n)
+            best["floor"] = min(best["floor"], best_of(floor, 1) / n)
             for name, fn in paths.items():
-                best[name] = min(best[name], _best(fn, 1) / n)
+                best[name] = min(best[name], best_of(fn, 1) / n)
         t_floor = best.pop("floor")
         rows = list(best.items())
 
     print(f"ORFit speed: p = {p}, m = {m}, {n} rows one at a time (memory full), "
           f"best of {args.repeats}")
-    print(f"machine: {_cpu()}, {os.cpu_count()} CPUs, numpy {np.__version__}")
-    for line in blas:
-        print(f"BLAS: {line}")
+    print(header_line(header))
     print()
     print(f"{'path':<34}{'ms / step':>11}{'× floor':>9}")
     print(f"{'floor: (p×(m+1)) @ ((m+1)×(m+1))':<34}{1e3 * t_floor:>11.3f}{1.0:>9.2f}")
@@ -121,18 +111,13 @@ def main(argv=None):
         print(f"{name:<34}{1e3 * t:>11.3f}{t / t_floor:>9.2f}")
     verdict = "met" if rows[0][1] / t_floor <= 3.0 else "NOT met"
     print(f"\ntarget ≤ 3× floor for the streaming path (prequential_predict): {verdict}")
+    settings = {"n_features": p, "memory_size": m, "n_rows": n, "repeats": args.repeats,
+                "quick": args.quick, "blas_threads": 1}
+    write_results("bench_orfit_speed", {
+        "settings": settings, "floor_ms": 1e3 * t_floor,
+        "rows": [{"path": k, "ms_per_step": 1e3 * t, "over_floor": t / t_floor}
+                 for k, t in rows]}, args.out, header=header)
     return t_floor, rows
-
-
-def _cpu():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _copy(est):

@@ -59,10 +59,8 @@ The figure goes to ``benchmarks/out/real_data.png`` (``real_data_quick.png`` wit
 """
 
 import argparse
-import contextlib
 import copy
 import os
-import platform
 import time
 
 import numpy as np
@@ -81,9 +79,14 @@ from sklearn_orfit import (
     make_streaming_pipeline,
     prequential_predict,
 )
+from sklearn_orfit._experiments import (
+    blas_threads, header_line, machine_header, pyplot, save_figure, write_results,
+)
 from sklearn_orfit.datasets import load_electricity_demand, load_exchange_rates, make_lagged
 from sklearn_orfit.metrics import res_mse, res_var
 from sklearn_orfit.model_selection import validation_test_splits
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
 N_LAGS = 20
 METHODS = ("ABO", "SW-KRLS", "QRD-RLS")
@@ -363,12 +366,8 @@ def print_table(name, results, args):
 
 
 def plot(all_results, path):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         print("matplotlib not installed: no figure")
         return
     names = list(all_results)
@@ -397,10 +396,7 @@ def plot(all_results, path):
         row[1].legend(fontsize=7)
         row[1].grid(True, axis="y", which="both", alpha=0.3)
     fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    print(f"figure: {path}")
+    print(f"figure: {save_figure(fig, path, dpi=120)}")
 
 
 def main(argv=None):
@@ -428,39 +424,34 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1, help="BLAS threads (threadpoolctl)")
     parser.add_argument("--verbose", action="store_true", help="print every configuration")
     parser.add_argument("--no-figure", action="store_true")
-    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "out"))
+    parser.add_argument("--out", default=OUT if __name__ == "__main__" else None,
+                        help="folder of the figure and the results' JSON (default "
+                             "benchmarks/out; none when called from Python)")
     args = parser.parse_args(argv)
     args.n_components = args.n_components or (2048 if args.quick else 8192)
     args.n_validation = args.n_validation or (4 if args.quick else 8)
     args.n_test = args.n_test or (3 if args.quick else 5)
     grids = QUICK_GRIDS if args.quick else GRIDS
 
-    try:
-        from threadpoolctl import threadpool_info, threadpool_limits
-    except ImportError:
-        threadpool_info, threadpool_limits = (lambda: []), None
-    limit = (threadpool_limits(limits=args.threads, user_api="blas") if threadpool_limits
-             else contextlib.nullcontext())
+    ctx, _ = blas_threads(args.threads)
     t0 = time.perf_counter()
     all_results = {}
-    with limit:
-        blas = ", ".join(f"{i['internal_api']} {i.get('version')} ({i['num_threads']} threads)"
-                         for i in threadpool_info() if i["user_api"] == "blas")
-        load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",) * 3
-        print(f"sklearn-orfit {sklearn_orfit.__version__}, scikit-learn {sklearn.__version__}, "
-              f"numpy {np.__version__}, Python {platform.python_version()}")
-        print(f"{platform.machine()}, {os.cpu_count()} CPUs, load average "
-              + " ".join(f"{v:.2f}" if isinstance(v, float) else v for v in load)
-              + f"; BLAS: {blas or 'unknown (threadpoolctl not installed)'}")
+    with ctx:
+        header = machine_header()
+        print(header_line(header))
+        print(f"sklearn-orfit {sklearn_orfit.__version__}, scikit-learn {sklearn.__version__}")
         for name in args.datasets:
             all_results[name] = run_dataset(name, args, grids, FOLDS)
-    if not args.no_figure:
+    if not args.no_figure and args.out:
         plot(all_results, os.path.join(args.out, "real_data_quick.png" if args.quick
                                        else "real_data.png"))
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     print(f"total {time.perf_counter() - t0:.0f} s"
           + (f"; load average at the end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
              if load else ""))
+    settings = {k: v for k, v in vars(args).items() if k not in ("out", "verbose")}
+    write_results("bench_real_data_quick" if args.quick else "bench_real_data",
+                  {"settings": settings, "datasets": all_results}, args.out, header=header)
     return all_results
 
 

@@ -23,17 +23,20 @@ adding the ratios new/old and checking that both versions give the same bytes.
 
 import argparse
 import importlib.util
-import platform
+import os
 import sys
-import time
 
 import numpy as np
 import sklearn
 from sklearn.kernel_approximation import RBFSampler
-from threadpoolctl import threadpool_info, threadpool_limits
 
 import sklearn_orfit
 from sklearn_orfit import RandomFourierFeatures
+from sklearn_orfit._experiments import (
+    blas_threads, header_line, machine_header, time_calls, write_results,
+)
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
 
 def _load_old(path):
@@ -47,10 +50,13 @@ def _load_old(path):
 
 
 def _per_call(fn, reps):
-    t0 = time.perf_counter()
-    for _ in range(reps):
-        fn()
-    return (time.perf_counter() - t0) / reps
+    """Seconds per call of ``fn``, over one round of ``reps`` calls."""
+
+    def calls():
+        for _ in range(reps):
+            fn()
+
+    return time_calls(calls, 1)[0] / reps
 
 
 def _alternate(fns, rounds, budget=2e-3):
@@ -75,19 +81,20 @@ def main(argv=None):
     parser.add_argument("--old", help="path of another version's sklearn_orfit/_rff.py")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--quick", action="store_true", help="5 rounds")
+    parser.add_argument("--out", default=OUT if __name__ == "__main__" else None,
+                        help="folder of the results' JSON (default benchmarks/out)")
     args = parser.parse_args(argv)
     rounds = 5 if args.quick else args.rounds
     Old = _load_old(args.old) if args.old else None
 
-    with threadpool_limits(limits=1):
-        blas = sorted(
-            {f"{i['internal_api']} {i.get('version')}" for i in threadpool_info()}
-        )
+    ctx, _ = blas_threads(1)
+    results = []
+    with ctx:
+        header = machine_header()
+        print(header_line(header))
         print(
-            f"sklearn-orfit {sklearn_orfit.__version__}, scikit-learn {sklearn.__version__}, "
-            f"numpy {np.__version__}, Python {platform.python_version()}, "
-            f"{platform.machine()}, {', '.join(blas)}; one BLAS thread; "
-            f"median of {rounds} alternating rounds"
+            f"sklearn-orfit {sklearn_orfit.__version__}, scikit-learn {sklearn.__version__}; "
+            f"one BLAS thread; median of {rounds} alternating rounds"
         )
         head = (
             f"{'d':>3} {'D':>5} {'rows':>5} | {'op':9} | {'new µs':>9} {'RBFS µs':>9} "
@@ -134,6 +141,16 @@ def main(argv=None):
                             vs_old = np.median(times[:, 0] / times[:, 1])
                             line += f" | {med[1] * 1e6:9.1f} {vs_old:7.3f}"
                         print(line + f" | {same}")
+                        results.append({
+                            "d": d, "D": D, "rows": rows, "op": op, "new_us": med[0] * 1e6,
+                            "rbfsampler_us": med[-1] * 1e6, "new_over_rbfsampler": rbfs,
+                            "old_us": med[1] * 1e6 if Old is not None else None,
+                            "same_bytes": same})
+    settings = {"rounds": rounds, "quick": args.quick, "old": args.old, "blas_threads": 1,
+                "scikit_learn": sklearn.__version__}
+    write_results("bench_rff", {"settings": settings, "rows": results}, args.out,
+                  header=header)
+    return results
 
 
 if __name__ == "__main__":

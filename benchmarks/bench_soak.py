@@ -11,13 +11,19 @@ long windows).
 """
 
 import argparse
+import os
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
+from sklearn_orfit._experiments import (
+    blas_threads, header_line, machine_header, write_results,
+)
 from sklearn_orfit.datasets import make_abo_series, make_lagged
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
+
 
 def oracle_pred(Z, y, t, lam, N):
     lo = max(0, t - N)
@@ -50,10 +56,16 @@ def main(argv=None):
     p.add_argument("--solver", default="auto", choices=["auto", "givens", "svd"])
     p.add_argument("--window", type=int, default=20, help="N")
     p.add_argument("--features", default="8,64", help="comma-separated D values")
+    p.add_argument("--out", default=OUT if __name__ == "__main__" else None,
+                   help="folder of the results' JSON (default benchmarks/out)")
     args = p.parse_args(argv)
     chunk = max(1, min(100_000, args.steps // 10))
     worst_final = 0.0
-    with threadpool_limits(limits=1):
+    results = []
+    ctx, _ = blas_threads(1)
+    with ctx:
+        header = machine_header()
+        print(header_line(header))
         for D in map(int, args.features.split(",")):
             for lam in (1.0, 0.99):
                 rows, secs, n_orth = soak(D, lam, args.steps, args.check, args.solver, chunk, args.window)
@@ -61,9 +73,19 @@ def main(argv=None):
                 print(f"N={args.window} D={D:>3} λ={lam:<5} solver={args.solver}: {secs:6.1f} s, "
                       f"orthogonal windows {n_orth}; max rel. deviation per checkpoint: {trace}")
                 worst_final = max(worst_final, rows[-1][1])
+                results.append({"window_size": args.window, "D": D, "lambda": lam,
+                                "solver": args.solver, "seconds": secs,
+                                "orthogonal_windows": n_orth,
+                                "checkpoints": [{"step": t, "max_rel_dev": e}
+                                                for t, e in rows]})
     verdict = "PASS" if worst_final <= 1e-9 else "FAIL"
     print(f"final {args.check} steps: worst relative deviation {worst_final:.2e} "
           f"(target ≤ 1e-9): {verdict}")
+    settings = {"steps": args.steps, "check": args.check, "solver": args.solver,
+                "window_size": args.window, "features": args.features, "chunk": chunk,
+                "blas_threads": 1}
+    write_results("bench_soak", {"settings": settings, "runs": results,
+                                 "worst_final": worst_final}, args.out, header=header)
     return worst_final
 
 

@@ -29,14 +29,15 @@ Regenerate with ``python benchmarks/bench_stability.py`` (20,000 rows) or
 """
 
 import argparse
-import contextlib
 import os
-import platform
 import time
 
 import numpy as np
 
 from sklearn_orfit import EWRLSRegressor, QREWRLSRegressor, prequential_predict
+from sklearn_orfit._experiments import (
+    blas_threads, header_line, machine_header, pyplot, save_figure, write_results,
+)
 
 D, RANK, WINDOW, DELTA = 64, 8, 20, 1e-2
 LAMBDAS = (0.9, 0.99)
@@ -124,6 +125,22 @@ def first_exceeding(t, dev, level):
     return str(t[idx[0]]) if idx.size else "never"
 
 
+def summary(results):
+    """One JSON-ready row per (λ, estimator): the numbers of the printed table."""
+    rows = []
+    for (lam, name), r in results.items():
+        e = r["abs_err"][r["abs_err"].size // 2 :]
+        rows.append({
+            "lambda": lam, "estimator": name, "median_dev": float(np.median(r["dev"])),
+            "max_dev": float(np.max(r["dev"])), "final_dev": float(r["dev"][-1]),
+            "first_t_above_1e-6": first_exceeding(r["t"], r["dev"], 1e-6),
+            "first_t_nonfinite": first_exceeding(r["t"], r["dev"], np.finfo(float).max),
+            "mean_abs_err_last_half": float(np.mean(e)) if np.all(np.isfinite(e)) else None,
+            "refreshes": r["refreshes"], "seconds": r["seconds"],
+        })
+    return rows
+
+
 def print_table(results, n_rows):
     print(f"\n{n_rows} rows, D = {D}, rank {RANK}, N = {WINDOW}")
     print("| λ | estimator | median deviation | max deviation | final deviation | "
@@ -147,12 +164,8 @@ def print_table(results, n_rows):
 
 
 def plot(results, path):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         print("matplotlib not installed: no figure")
         return
     fig, axes = plt.subplots(1, len(LAMBDAS), figsize=(11, 4), sharey=True)
@@ -167,9 +180,7 @@ def plot(results, path):
     axes[0].set_ylabel("‖β_t − β_t*‖ / ‖β_t*‖ (own oracle)")
     axes[0].legend(fontsize=8)
     fig.tight_layout()
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fig.savefig(path, dpi=120)
-    print(f"figure: {path}")
+    print(f"figure: {save_figure(fig, path, dpi=120)}")
 
 
 def main(argv=None):
@@ -182,24 +193,22 @@ def main(argv=None):
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "out"))
     args = parser.parse_args(argv)
     n_rows = args.n_rows or (3000 if args.quick else 20_000)
-    try:
-        from threadpoolctl import threadpool_info, threadpool_limits
-    except ImportError:
-        threadpool_info, threadpool_limits = (lambda: []), None
-    limit = (threadpool_limits(limits=args.threads, user_api="blas") if threadpool_limits
-             else contextlib.nullcontext())
+    ctx, _ = blas_threads(args.threads)
     t0 = time.perf_counter()
-    with limit:
-        blas = ", ".join(f"{i['internal_api']} {i.get('version')} ({i['num_threads']} threads)"
-                         for i in threadpool_info() if i["user_api"] == "blas")
-        print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs; "
-              f"BLAS: {blas or 'unknown (threadpoolctl not installed)'}")
+    with ctx:
+        header = machine_header()
+        print(header_line(header))
         results = run(n_rows, args.checkpoints, args.seed)
     print_table(results, n_rows)
-    plot(results, os.path.join(args.out, "stability_quick.png" if args.quick
-                               else "stability.png"))
+    name = "bench_stability_quick" if args.quick else "bench_stability"
+    plot(results, os.path.join(args.out, name[6:] + ".png"))
+    settings = {"n_rows": n_rows, "checkpoints": args.checkpoints, "seed": args.seed, "D": D,
+                "rank": RANK, "window_size": WINDOW, "delta": DELTA, "lambdas": LAMBDAS,
+                "blas_threads": args.threads, "quick": args.quick}
+    write_results(name, {"settings": settings, "rows": summary(results)}, args.out,
+                  header=header)
     print(f"total {time.perf_counter() - t0:.0f} s")
-
+    return results
 
 if __name__ == "__main__":
     main()

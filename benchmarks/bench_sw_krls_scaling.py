@@ -15,34 +15,22 @@ Command::
 """
 
 import argparse
-import platform
-import resource
+import os
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_info, threadpool_limits
 
 from sklearn_orfit import SlidingWindowKRLSRegressor
+from sklearn_orfit._experiments import (
+    blas_threads, header_line, machine_header, peak_rss_mib, time_calls, write_results,
+)
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
 WINDOWS = (100, 300, 1000, 3000)
 # rows timed per repeat on the vectorised / one-row path: about 0.1–0.5 s each
 BLOCK_ROWS = {100: 2000, 300: 1000, 1000: 300, 3000: 40}
 ONE_ROW_CALLS = {100: 500, 300: 300, 1000: 100, 3000: 15}
-
-
-def _median_seconds(fn, *, repeats):
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return float(np.median(times))
-
-
-def _peak_rss_mib():
-    # Linux reports ru_maxrss in KiB (macOS in bytes)
-    scale = 1 / 1024 if platform.system() != "Darwin" else 1 / 2**20
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * scale
 
 
 def _floor_seconds(N, d, *, length_scale, rng, inner):
@@ -59,7 +47,7 @@ def _floor_seconds(N, d, *, length_scale, rng, inner):
         np.exp(np.einsum("ij,ij->i", diff, diff) * scale)
 
     floor()
-    return _median_seconds(floor, repeats=inner)
+    return float(np.median(time_calls(floor, inner)))
 
 
 def run(*, n_features, repeats, seed=0):
@@ -86,20 +74,22 @@ def run(*, n_features, repeats, seed=0):
                 reg.partial_fit(X[i : i + 1], y[i : i + 1])
             one.append((time.perf_counter() - t0) / n_one)
             t += n_one
-        rows.append((N, np.median(block), np.median(one), np.median(floor), _peak_rss_mib(),
+        rows.append((N, np.median(block), np.median(one), np.median(floor), peak_rss_mib(),
                      reg.n_refactorizations_))
     return rows
 
 
-def main():
+def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n-features", type=int, default=10)
     parser.add_argument("--repeats", type=int, default=5)
-    args = parser.parse_args()
-    with threadpool_limits(limits=1, user_api="blas"):
-        blas = sorted({f"{i['internal_api']} {i['version']} ({i['num_threads']} thread)"
-                       for i in threadpool_info() if i["user_api"] == "blas"})
-        print(f"BLAS: {'; '.join(blas)}; {platform.processor() or platform.machine()}")
+    parser.add_argument("--out", default=OUT if __name__ == "__main__" else None,
+                        help="folder of the results' JSON (default benchmarks/out)")
+    args = parser.parse_args(argv)
+    ctx, _ = blas_threads(1)
+    with ctx:
+        header = machine_header()
+        print(header_line(header))
         print(f"d = {args.n_features}, median of {args.repeats} interleaved repeats\n")
         rows = run(n_features=args.n_features, repeats=args.repeats)
     print(f"{'N':>5} {'update µs':>10} {'one-row µs':>11} {'floor µs':>9} {'ratio':>6} "
@@ -112,9 +102,18 @@ def main():
         prev = (N, block)
     Ns = np.array([r[0] for r in rows], dtype=float)
     cost = np.array([r[1] for r in rows])
+    slope = float(np.polyfit(np.log(Ns), np.log(cost), 1)[0])
     print(f"\nlog-log slope of the update cost over N = {int(Ns[0])}…{int(Ns[-1])}: "
-          f"{np.polyfit(np.log(Ns), np.log(cost), 1)[0]:.2f} (2 for O(N²))")
+          f"{slope:.2f} (2 for O(N²))")
     print("ratio = vectorised update / floor (M @ v + one kernel row), same run")
+    settings = {"n_features": args.n_features, "repeats": args.repeats, "windows": WINDOWS,
+                "blas_threads": 1}
+    keys = ("window_size", "update_s", "one_row_s", "floor_s", "peak_rss_mib",
+            "n_refactorizations")
+    write_results("bench_sw_krls_scaling", {
+        "settings": settings, "rows": [dict(zip(keys, r)) for r in rows],
+        "slope": slope}, args.out, header=header)
+    return rows
 
 
 if __name__ == "__main__":

@@ -18,29 +18,24 @@ the paper's recursion, one row at a time).
 """
 
 import argparse
-import platform
-import time
+import os
 
 import numpy as np
-from threadpoolctl import threadpool_info, threadpool_limits
 
 from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
+from sklearn_orfit._experiments import (
+    TABLE5_CPP_MS, TABLE5_SETTING, best_of, blas_threads, header_line, machine_header,
+    write_results,
+)
 from sklearn_orfit.datasets import make_abo_series, make_lagged
 
-CPP_MS = {
-    2: 6.11, 4: 6.25, 8: 7.59, 16: 9.22, 32: 13.25, 64: 19.79, 128: 36.00, 256: 64.30,
-    512: 438.02, 1024: 887.13, 2048: 1495.53, 4096: 2699.60, 8192: 5508.04, 16384: 11971.30,
-}
-N, N_LAGS, STEPS, WARMUP = 20, 7, 1000, 50
+N, N_LAGS, STEPS = (TABLE5_SETTING[k] for k in ("window_size", "n_lags", "n_steps"))
+WARMUP = 50
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 
 
-def best_of(fn, repeat):
-    best = np.inf
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best * 1e3  # ms
+def best_ms(fn, repeat):
+    return best_of(fn, repeat) * 1e3
 
 
 def bench_width(D, X, y, repeat, rows_sklearn, givens):
@@ -55,7 +50,7 @@ def bench_width(D, X, y, repeat, rows_sklearn, givens):
     def chunked():
         prequential_predict(regs.pop(), rff.transform(Xs), ys)
 
-    t_chunk = best_of(chunked, repeat)
+    t_chunk = best_ms(chunked, repeat)
 
     def one_row(reg):
         for x, target in zip(Xs, ys):
@@ -64,7 +59,7 @@ def bench_width(D, X, y, repeat, rows_sklearn, givens):
             reg.learn_one(z, target)
 
     regs = [fresh() for _ in range(repeat)]
-    t_one = best_of(lambda: one_row(regs.pop()), repeat)
+    t_one = best_ms(lambda: one_row(regs.pop()), repeat)
 
     def sklearn_api(reg):
         for i in range(rows_sklearn):
@@ -73,7 +68,7 @@ def bench_width(D, X, y, repeat, rows_sklearn, givens):
             reg.partial_fit(z, ys[i : i + 1])
 
     regs = [fresh() for _ in range(repeat)]
-    t_sk = best_of(lambda: sklearn_api(regs.pop()), repeat) * STEPS / rows_sklearn
+    t_sk = best_ms(lambda: sklearn_api(regs.pop()), repeat) * STEPS / rows_sklearn
 
     A, b, s = rff.random_weights_, rff.random_offset_, np.sqrt(2.0 / D)
     Zw = rff.transform(Xw[-N:])  # an N×D window, as the floor's matrix
@@ -83,11 +78,11 @@ def bench_width(D, X, y, repeat, rows_sklearn, givens):
             z = np.cos(x @ A + b) * s
             Zw @ z
 
-    t_floor = best_of(floor, repeat)
+    t_floor = best_ms(floor, repeat)
     t_givens = np.nan
     if givens:
         g = QREWRLSRegressor(N, solver="givens").fit(rff.transform(Xw), yw)
-        t_givens = best_of(lambda: prequential_predict(g, rff.transform(Xs), ys), 1)
+        t_givens = best_ms(lambda: prequential_predict(g, rff.transform(Xs), ys), 1)
     return t_chunk, t_one, t_sk, t_floor, t_givens
 
 
@@ -96,6 +91,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="D up to 2**10, fewer repeats")
     parser.add_argument("--givens", action="store_true", help="also time solver='givens'")
     parser.add_argument("--max-width", type=int, default=None, help="largest D to time")
+    parser.add_argument("--out", default=OUT if __name__ == "__main__" else None,
+                        help="folder of the results' JSON (default benchmarks/out)")
     args = parser.parse_args(argv)
     x = make_abo_series(WARMUP + STEPS + N_LAGS + 1, random_state=0)
     X, y = make_lagged(x, N_LAGS)
@@ -103,9 +100,11 @@ def main(argv=None):
     if args.max_width:
         widths = [w for w in widths if w <= args.max_width]
     repeat = 2 if args.quick else 3
-    with threadpool_limits(limits=1):
-        blas = [f"{i['internal_api']} {i.get('version')} ({i['num_threads']} thread)" for i in threadpool_info()]
-        print(f"# {platform.processor() or platform.machine()}, numpy {np.__version__}, BLAS: {'; '.join(blas)}")
+    ctx, _ = blas_threads(1)
+    rows = []
+    with ctx:
+        header = machine_header()
+        print(header_line(header))
         print(f"# N={N}, {N_LAGS} lags, {STEPS} predict+update steps, times in ms per {STEPS} steps")
         head = f"{'D':>6} {'chunked':>9} {'one-row':>9} {'sklearn':>9} {'C++':>9} {'C++/chunk':>9} {'chunk/floor':>11} {'floor':>8} {'us/step 1row':>12}"
         if args.givens:
@@ -114,14 +113,23 @@ def main(argv=None):
         for D in widths:
             rows_sk = 200 if D <= 1024 else 50
             t_chunk, t_one, t_sk, t_floor, t_g = bench_width(D, X, y, repeat, rows_sk, args.givens)
+            cpp = TABLE5_CPP_MS[D]
             line = (
-                f"{D:>6} {t_chunk:9.2f} {t_one:9.2f} {t_sk:9.2f} {CPP_MS[D]:9.2f} "
-                f"{CPP_MS[D] / t_chunk:9.1f} {t_chunk / t_floor:11.2f} {t_floor:8.2f} "
+                f"{D:>6} {t_chunk:9.2f} {t_one:9.2f} {t_sk:9.2f} {cpp:9.2f} "
+                f"{cpp / t_chunk:9.1f} {t_chunk / t_floor:11.2f} {t_floor:8.2f} "
                 f"{t_one / STEPS * 1e3:12.1f}"
             )
             if args.givens:
                 line += f" {t_g:9.1f}"
             print(line, flush=True)
+            rows.append({"D": D, "chunked_ms": t_chunk, "one_row_ms": t_one, "sklearn_ms": t_sk,
+                         "cpp_ms": cpp, "floor_ms": t_floor, "givens_ms": t_g})
+    settings = {"window_size": N, "n_lags": N_LAGS, "n_steps": STEPS, "warmup": WARMUP,
+                "repeat": repeat, "quick": args.quick, "givens": args.givens,
+                "blas_threads": 1}
+    write_results("bench_table5", {"settings": settings, "rows": rows}, args.out,
+                  header=header)
+    return rows
 
 
 if __name__ == "__main__":

@@ -16,19 +16,21 @@ matrix–vector product plus a kernel row). Then the memory check: ``fit`` of 20
 with ``N = 2000``, ``D = 1024``.
 
 Run: ``python benchmarks/bench_window_scaling.py`` (about 15 minutes; ``--quick`` for a
-shorter sweep). Results are also written to ``benchmarks/out/window_scaling.json``.
+shorter sweep). Results are also written to ``benchmarks/out/bench_window_scaling.json``.
 """
 
 import argparse
 import json
-import platform
-import resource
+import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
+
+from sklearn_orfit._experiments import (
+    best_of, blas_threads, header_line, machine_header, peak_rss_mib, write_results,
+)
 
 D_BIG = 4096
 SWEEP_BIG = [20, 50, 100, 300, 1000, 3000]
@@ -36,11 +38,8 @@ SWEEP_SMALL = {256: [500, 5000], 1024: [500, 5000]}
 # the paper's recursion is a Python loop over 2N rotations a row: its warm-up alone
 # (N rows) takes minutes beyond this window
 GIVENS_MAX_N = 1000
-OUT = Path(__file__).parent / "out" / "window_scaling.json"
-
-
-def peak_rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
+peak_rss_mb = peak_rss_mib
 
 
 def series(n_rows):
@@ -51,13 +50,13 @@ def series(n_rows):
 
 
 def best_floor(fn, repeat=200):
-    best = np.inf
-    for _ in range(5):
-        t0 = time.perf_counter()
+    """Seconds per call of ``fn``: the best of 5 rounds of ``repeat`` calls."""
+
+    def round_of_calls():
         for _ in range(repeat):
             fn()
-        best = min(best, (time.perf_counter() - t0) / repeat)
-    return best
+
+    return best_of(round_of_calls, 5) / repeat
 
 
 def run_one(model, D, N, updates):
@@ -148,6 +147,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="N ≤ 1000 and fewer updates")
     parser.add_argument("--updates", type=int, default=300)
+    parser.add_argument("--out", default=OUT if __name__ == "__main__" else None,
+                        help="folder of the results' JSON (default benchmarks/out)")
     parser.add_argument("--child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -158,10 +159,10 @@ def main(argv=None):
             print(json.dumps(run_one(model, int(D), int(N), int(updates))))
         return None
 
-    from threadpoolctl import threadpool_info
-
-    blas = "; ".join(f"{i['internal_api']} {i.get('version')}" for i in threadpool_info())
-    print(f"# {platform.machine()}, numpy {np.__version__}, BLAS: {blas} (one thread)")
+    ctx, _ = blas_threads(1)  # the children set one thread themselves
+    with ctx:
+        machine = machine_header()
+    print(header_line(machine))
     print(f"# ABO series, 7 lags, RFF σ=1, alpha=1e-6; {args.updates} timed updates after N warm-up rows")
     sweep_big = [n for n in SWEEP_BIG if not args.quick or n <= 1000]
     configs = [("auto", D_BIG, n) for n in sweep_big]
@@ -212,8 +213,13 @@ def main(argv=None):
         memory = child(["memory"])
         print(f"\nmemory: {memory['check']}: {memory['seconds']:.1f} s, peak RSS {memory['peak_rss_mb']:.0f} MB "
               f"(before fit {memory['rss_before_fit_mb']:.0f} MB); target < 1024 MB")
-    OUT.parent.mkdir(exist_ok=True)
-    OUT.write_text(json.dumps({"rows": rows, "summary": summary, "memory": memory}, indent=1))
+    settings = {"updates": args.updates, "quick": args.quick, "D_big": D_BIG,
+                "sweep_big": sweep_big, "sweep_small": SWEEP_SMALL,
+                "givens_max_n": GIVENS_MAX_N, "blas_threads": 1}
+    write_results("bench_window_scaling", {
+        "settings": settings, "rows": rows, "summary": summary, "memory": memory,
+        "targets": [{"target": n, "value": v, "bound": b} for n, v, b in targets]},
+        args.out, header=machine)
     return rows
 
 
