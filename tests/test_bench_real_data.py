@@ -1,6 +1,7 @@
 """Smoke test of benchmarks/bench_real_data.py on a tiny configuration."""
 
 import importlib.util
+import json
 import math
 from pathlib import Path
 
@@ -13,9 +14,10 @@ def load_bench(name):
     return module
 
 
-def test_bench_real_data_tiny_end_to_end(capsys):
+def test_bench_real_data_tiny_end_to_end(capsys, tmp_path):
     bench = load_bench("bench_real_data")
     results = bench.main([
+        "--out", str(tmp_path),
         "--quick", "--n-rows", "500", "--n-components", "64",
         "--n-validation", "2", "--n-test", "2",
         "--validation-size", "30", "--test-size", "30",
@@ -34,3 +36,23 @@ def test_bench_real_data_tiny_end_to_end(capsys):
         assert res["zero"]["mse"] > 0
     out = capsys.readouterr().out
     assert "| ABO |" in out and "| SW-KRLS |" in out and "| QRD-RLS |" in out
+    # the results as JSON, with the settings and the machine (nothing else written)
+    doc = json.loads((tmp_path / "bench_real_data_quick.json").read_text(encoding="utf-8"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench_real_data_quick.json"]
+    assert doc["results"]["settings"]["n_components"] == 64
+    assert {"machine", "blas", "date"} <= set(doc["header"])
+    saved = doc["results"]["datasets"]["electricity"]["ABO"]
+    assert saved["fold_mse"] == results["electricity"]["ABO"]["fold_mse"]
+
+
+def test_bench_real_data_writes_nothing_when_called_without_out(tmp_path, monkeypatch):
+    """Called from Python without --out, a benchmark leaves benchmarks/out/ alone."""
+    bench = load_bench("bench_real_data")
+    written = []
+    monkeypatch.setattr(bench, "write_results",
+                        lambda name, payload, directory, **kw: written.append(directory))
+    bench.main(["--quick", "--n-rows", "500", "--n-components", "16", "--datasets",
+                "electricity", "--n-validation", "2", "--n-test", "2",
+                "--validation-size", "20", "--test-size", "20", "--live-rows", "2",
+                "--api-rows", "2", "--repeats", "1"])
+    assert written == [None]

@@ -92,7 +92,7 @@ def double_descent(doc, lam=1.0):
                      f"{b}{num(r['test_mean'], '.4g')}{b}", f"{b}{num(r['test_var'], '.3g')}{b}",
                      f"{b}{num(r['kappa_mean'], '.3g')}{b}",
                      f"{b}{num(r['kappa_median'], '.3g')}{b}",
-                     f"{b}{num(r['kappa_max'], '.2g')}{b}", num(r["us_per_update"], ".0f")])
+                     f"{b}{num(r['kappa_max'], '.3g')}{b}", num(r["us_per_update"], ".0f")])
     return markdown(["D", "train mean", "test mean", "test var", "κ mean", "κ median", "κ max",
                      "µs/update"], "rrrrrrrr", rows)
 
