@@ -121,12 +121,24 @@ def digits_unlimited(doc):
                     "lrrr", rows)
 
 
+def ensemble_accuracy(key):
+    def table(doc):
+        rows = [[r["model"], num(r["res_mse"], ".4f"), num(r["res_var"], ".4f")]
+                for r in doc["results"][key]]
+        return markdown(["model", "ResMSE", "ResVAR"], "lrr", rows)
+
+    return table
+
+
 # name in the README marker → (JSON file under benchmarks/out, renderer)
 TABLES = {
     "stability": ("bench_stability.json", stability),
     "double_descent": ("bench_double_descent.json", double_descent),
     "orfit_digits_memory": ("bench_orfit_digits.json", digits_memory),
     "orfit_digits_unlimited": ("bench_orfit_digits.json", digits_unlimited),
+    "ensemble_accuracy_abo": ("bench_ensemble.json", ensemble_accuracy("accuracy_abo")),
+    "ensemble_accuracy_electricity": ("bench_ensemble.json",
+                                      ensemble_accuracy("accuracy_electricity")),
 }
 
 
