@@ -8,14 +8,17 @@ here looks ahead: the forecast of value ``t`` made ``h`` steps ahead uses values
 ``<= t - h`` only, and learns a row only once its target is known (delayed labels; the
 prequential protocol, user guide).
 
-A stream can stop and continue: :class:`StreamTail` keeps the bounded past (the last lags
-and the running sums of the statistics) and :func:`run_forecast` aligns its chunks on
-the stream's row numbers, so a continued stream gives the forecasts of one uninterrupted
-run, bit for bit.
+The statistics are those of :class:`~sklearn_orfit.RecursiveStandardScaler` (one
+standardiser for the package, the command line and the benchmarks; :func:`past_stats`).
+A stream can stop and continue: :class:`StreamTail` keeps the bounded past (the last
+lags and the scaler's state) and :func:`run_forecast` aligns its chunks on the stream's
+row numbers, so a continued stream gives the forecasts of one uninterrupted run, bit for
+bit.
 
 The functions are plain and importable, so the command line (:mod:`sklearn_orfit._cli`),
-the documentation's examples and the tests share them. Plots need matplotlib and the
-progress bar needs tqdm; both are optional.
+the documentation's examples, the benchmark scripts (``benchmarks/``: timing, machine
+header, figures, results as JSON, the ABO paper's reference figures) and the tests share
+them. Plots need matplotlib and the progress bar needs tqdm; both are optional.
 """
 
 import contextlib
@@ -60,6 +63,7 @@ __all__ = [
     "first_origin",
     "make_forecast_model",
     "make_forecast_problem",
+    "past_mean_std",
     "past_stats",
     "plot_double_descent",
     "plot_forecast",
@@ -163,7 +167,14 @@ def _block_stats(scaler, block):
         c = fresh(with_mean=False).prequential_transform(X)[:, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             std[bad] = block[bad] / c[bad]
-        for r in bad[(block[bad] == 0) | ~np.isfinite(std[bad])]:
+        rest = bad[(block[bad] == 0) | ~np.isfinite(std[bad])]
+        # only zeros so far: a constant, scale 1 (the scaler's rule), without a probe
+        zeros_before = scaler is None or (scaler.mean_[0] == 0 and scaler.var_[0] == 0)
+        nonzero_before = np.concatenate(([0], np.cumsum(block != 0)[:-1]))
+        if zeros_before:
+            std[rest[nonzero_before[rest] == 0]] = 1.0
+            rest = rest[nonzero_before[rest] > 0]
+        for r in rest:  # a zero at an exactly zero mean of non-zero values: rare
             sc = fresh()
             if r:
                 sc.partial_fit(X[:r])
@@ -225,7 +236,7 @@ class StreamTail:
     The kept values (positions ``start ..`` of the stream) with, at each position, the
     modelled value ``s`` (the value, its first difference or its log return; NaN where
     undefined) and the mean and standard deviation of the modelled values before it;
-    the same for the exogenous columns (standardised levels); and the running sums that
+    the same for the exogenous columns (standardised levels); and the scaler states that
     continue those statistics.
     """
 

@@ -45,6 +45,7 @@ SERIES = {
     "small integers": np.random.default_rng(2).integers(0, 3, size=1100).astype(float),
     "zero at a zero mean": np.r_[1.0, -1.0, 0.0, 0.0,
                                  np.random.default_rng(3).normal(size=1100)],
+    "zeros, then a step": np.r_[np.zeros(1500), np.ones(3), np.zeros(100)],
 }
 
 
