@@ -24,8 +24,8 @@ import numpy as np
 
 from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
 from sklearn_orfit._experiments import (
-    TABLE5_CPP_MS, TABLE5_SETTING, best_of, blas_threads, header_line, machine_header,
-    write_results,
+    TABLE5_CPP_MS, TABLE5_SETTING, _timed_chunked, _timed_one_row, best_of, blas_threads,
+    header_line, machine_header, write_results,
 )
 from sklearn_orfit.datasets import make_abo_series, make_lagged
 
@@ -45,21 +45,9 @@ def bench_width(D, X, y, repeat, rows_sklearn, givens):
     def fresh():
         return QREWRLSRegressor(N).fit(rff.transform(Xw), yw)
 
-    regs = [fresh() for _ in range(repeat)]
-
-    def chunked():
-        prequential_predict(regs.pop(), rff.transform(Xs), ys)
-
-    t_chunk = best_ms(chunked, repeat)
-
-    def one_row(reg):
-        for x, target in zip(Xs, ys):
-            z = rff.transform_one(x)
-            reg.predict_one(z)
-            reg.learn_one(z, target)
-
-    regs = [fresh() for _ in range(repeat)]
-    t_one = best_ms(lambda: one_row(regs.pop()), repeat)
+    # the two paths the command line's speed sweep times (sklearn-orfit speed)
+    t_chunk = best_ms(_timed_chunked(rff, [fresh() for _ in range(repeat)], Xs, ys), repeat)
+    t_one = best_ms(_timed_one_row(rff, [fresh() for _ in range(repeat)], Xs, ys), repeat)
 
     def sklearn_api(reg):
         for i in range(rows_sklearn):
