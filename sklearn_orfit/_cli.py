@@ -889,7 +889,8 @@ def _write_predictions(path, result, times, time_offset=0):
 
 # ----------------------------------------------------------------------- model files
 _MODEL_FORMAT = "sklearn-orfit forecast stream"
-_MODEL_FORMAT_VERSION = 1
+# 2: the running statistics are RecursiveStandardScaler states (1: running sums)
+_MODEL_FORMAT_VERSION = 2
 # the settings a saved stream fixes: given again, they must agree with the file
 _STREAM_SETTINGS = ("model", "n_lags", "horizon", "transform", "window_size",
                     "n_components", "sigma", "forgetting_factor", "alpha", "length_scale",
