@@ -1,7 +1,6 @@
 """Feature-partition ensembles: one sub-model per block of random features (ABO §6.4)."""
 
 import copy
-import inspect
 import os
 from numbers import Integral
 
@@ -14,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._pipeline import changed_stream_params, record_deep_params
 from ._prequential import prequential_predict as _prequential_predict
+from ._validation import accepts_keyword
 from ._qr_ewrls import QREWRLSRegressor
 from ._rff import RandomFourierFeatures
 from ._stream import (
@@ -78,14 +78,7 @@ def _check_template_takes_weights(template):
     reason = getattr(type(template), "_sample_weight_unsupported", None)
     if reason:
         raise ValueError(f"{type(template).__name__} does not accept sample_weight: {reason}")
-    method = getattr(template, "partial_fit", None)
-    try:
-        params = inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        params = {}
-    if "sample_weight" not in params and not any(
-        p.kind is p.VAR_KEYWORD for p in params.values()
-    ):
+    if not accepts_keyword(getattr(template, "partial_fit", None), "sample_weight"):
         raise ValueError(
             f"{type(template).__name__}.partial_fit does not accept sample_weight: the "
             "partitions cannot be weighted."

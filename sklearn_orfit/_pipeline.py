@@ -9,7 +9,6 @@ adds a pipeline whose ``fit`` *is* one pass of ``partial_fit`` over the rows, an
 
 import copy
 import functools
-import inspect
 
 import numpy as np
 from scipy import sparse
@@ -37,7 +36,7 @@ from ._stream import (
     stream_lock,
     stream_update,
 )
-from ._validation import check_numeric
+from ._validation import accepts_keyword, check_numeric
 
 __all__ = ["StreamingPipeline", "make_streaming_pipeline"]
 
@@ -795,13 +794,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
             method = final.prequential_predict if (
                 mode == "predict" and callable(getattr(final, "prequential_predict", None))
             ) else final.partial_fit
-            try:
-                names = inspect.signature(method).parameters
-            except (TypeError, ValueError):
-                names = {}
-            if "sample_weight" not in names and not any(
-                p.kind is p.VAR_KEYWORD for p in names.values()
-            ):
+            if not accepts_keyword(method, "sample_weight"):
                 raise ValueError(
                     f"The final step {name!r} ({type(final).__name__}) does not accept "
                     "sample_weight."

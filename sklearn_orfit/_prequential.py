@@ -1,11 +1,11 @@
 """Prequential (predict-then-update) evaluation of streaming estimators."""
 
-import inspect
 
 import numpy as np
 from sklearn.utils import check_array, check_consistent_length
 
 from ._stream import check_delay, check_stream_sample_weight
+from ._validation import accepts_keyword
 
 __all__ = ["prequential_predict"]
 
@@ -94,20 +94,13 @@ def prequential_predict(estimator, X, y, *, delay=0, sample_weight=None):
     return _row_by_row(estimator, X, y, delay=delay, sample_weight=sample_weight)
 
 
-def _accepts(method, name):
-    try:
-        params = inspect.signature(method).parameters
-    except (TypeError, ValueError):
-        return False
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
 
 def _check_takes_weights(estimator, method, method_name):
     """A clear ValueError when ``estimator`` cannot take per-row weights."""
     reason = getattr(type(estimator), "_sample_weight_unsupported", None)
     if reason:
         raise ValueError(f"{type(estimator).__name__} does not accept sample_weight: {reason}")
-    if method is None or not _accepts(method, "sample_weight"):
+    if method is None or not accepts_keyword(method, "sample_weight"):
         raise ValueError(
             f"{type(estimator).__name__}.{method_name} does not accept sample_weight, so "
             "the rows cannot be weighted; call prequential_predict without sample_weight."

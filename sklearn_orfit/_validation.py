@@ -147,3 +147,14 @@ def check_numeric(a, name):
                 "numbers only."
             )
 
+
+def accepts_keyword(method, name):
+    """Whether ``method`` takes the keyword argument ``name`` (or ``**kwargs``); False
+    when it has no readable signature."""
+    import inspect
+
+    try:
+        params = inspect.signature(method).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())

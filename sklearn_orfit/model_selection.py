@@ -13,7 +13,6 @@ next (predict-then-update). The two pieces here make ``GridSearchCV``,
 """
 
 import copy
-import inspect
 import numbers
 
 import numpy as np
@@ -27,6 +26,7 @@ from sklearn.utils._metadata_requests import (
 from sklearn.utils.validation import _num_samples
 
 from ._prequential import prequential_predict
+from ._validation import accepts_keyword
 from ._stream import check_stream_sample_weight
 from .metrics import res_mse, res_var
 
@@ -340,13 +340,6 @@ _WEIGHTED = {
 }
 
 
-def _takes_sample_weight(func):
-    try:
-        params = inspect.signature(func).parameters
-    except (TypeError, ValueError):
-        return False
-    return "sample_weight" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
 
 class _PrequentialScorer(_MetadataRequester):
     """Scorer: prequential predictions of a copy of the fitted estimator, then metrics.
@@ -406,7 +399,7 @@ class _PrequentialScorer(_MetadataRequester):
         if w is not None:
             for name, (func, _) in self._metrics.items():
                 builtin = name in _WEIGHTED and func is _METRICS[name][0]
-                if not builtin and not _takes_sample_weight(func):
+                if not builtin and not accepts_keyword(func, "sample_weight"):
                     raise ValueError(
                         f"The metric {name!r} does not take sample_weight; give it a "
                         "sample_weight keyword, or score without weights."
