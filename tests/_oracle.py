@@ -1,10 +1,15 @@
 """From-scratch oracles the recursive solvers are tested against."""
 
+from functools import lru_cache
+
 import numpy as np
 
 
-def window_lstsq(Z, Y, t, *, window_size, forgetting_factor, alpha):
+def window_lstsq(Z, Y, t, *, window_size, forgetting_factor, alpha, sample_weight=None):
     """The windowed least-squares solution on the window of rows ``< t``, from scratch.
+
+    With ``sample_weight`` ``w``, row ``i`` is weighted ``λ^age w_i``:
+    ``argmin Σ λ^age w_i (y_i − z_iβ)² + α‖β‖²`` (the rows scaled by ``√(λ^age w_i)``).
 
     ``alpha == 0``: ``numpy.linalg.lstsq(W½ Z, W½ Y, rcond=None)``. ``alpha > 0``: the ridge
     solution ``argmin ‖W½(Y − Zβ)‖² + α‖β‖²`` from the SVD of ``A = W½ Z``,
@@ -16,7 +21,10 @@ def window_lstsq(Z, Y, t, *, window_size, forgetting_factor, alpha):
     """
     lo = max(0, t - window_size)
     A, B = Z[lo:t], Y[lo:t]
-    sw = np.sqrt(forgetting_factor) ** np.arange(t - lo - 1, -1, -1)
+    if sample_weight is None:
+        sw = np.sqrt(forgetting_factor) ** np.arange(t - lo - 1, -1, -1)
+    else:
+        sw = np.sqrt(forgetting_factor ** np.arange(t - lo - 1, -1, -1) * sample_weight[lo:t])
     A = A * sw[:, None]
     B = B * sw[:, None]
     if A.shape[0] == 0:
@@ -54,3 +62,15 @@ def augmented_ridge(A, B, alpha):
     A_aug = np.vstack([A, np.sqrt(alpha) * np.eye(D)])
     B_aug = np.vstack([B, np.zeros((D, B.shape[1]))])
     return np.linalg.lstsq(A_aug, B_aug, rcond=None)[0]
+
+
+@lru_cache(maxsize=None)
+def abo_features(D, n_steps):
+    """The ABO synthetic series, 7 lags, ``D`` random Fourier features (σ = 1): ``(Z, y)``
+    with ``n_steps`` rows (cached: the oracle tests share them)."""
+    from sklearn_orfit import RandomFourierFeatures
+    from sklearn_orfit.datasets import make_abo_series, make_lagged
+
+    X, y = make_lagged(make_abo_series(n_steps + 7, random_state=0), 7)
+    Z = RandomFourierFeatures(D, sigma=1.0, random_state=0).fit_transform(X)
+    return Z, y

@@ -6,11 +6,11 @@ from functools import lru_cache
 
 import numpy as np
 import pytest
+from _oracle import abo_features as _abo_features
 from _oracle import augmented_ridge, prequential_oracle, window_lstsq
 from _state import assert_same_state
 
-from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
-from sklearn_orfit.datasets import make_abo_series, make_lagged
+from sklearn_orfit import QREWRLSRegressor, prequential_predict
 
 EPS = np.finfo(np.float64).eps
 N = 20
@@ -20,12 +20,8 @@ N_STEPS = 2000
 KAPPA_FACTOR = {"auto": 100 * EPS, "svd": 100 * EPS, "givens": 1e-12}
 
 
-@lru_cache(maxsize=None)
 def abo_features(D, n_steps=N_STEPS):
-    x = make_abo_series(n_steps + 7, random_state=0)
-    X, y = make_lagged(x, 7)
-    Z = RandomFourierFeatures(D, sigma=1.0, random_state=0).fit_transform(X)
-    return Z, y
+    return _abo_features(D, n_steps)
 
 
 @lru_cache(maxsize=None)

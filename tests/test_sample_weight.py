@@ -8,6 +8,7 @@ from functools import lru_cache
 import numpy as np
 import pytest
 import sklearn
+from _oracle import abo_features, window_lstsq
 from _state import assert_same_state
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import UnsetMetadataPassedError
@@ -41,29 +42,6 @@ KAPPA_FACTOR = {"auto": 100 * EPS, "svd": 100 * EPS, "givens": 1e-12}
 
 
 # ---------------------------------------------------------------------- oracles
-def weighted_window_lstsq(Z, Y, w, t, *, window_size, forgetting_factor, alpha):
-    """``argmin Σ λ^age w_i (y_i − z_iβ)² + α‖β‖²`` on the window of rows ``< t``
-    (minimum norm when ``α = 0``): :func:`numpy.linalg.lstsq` on the rows scaled by
-    ``√(λ^age w_i)`` (the ridge from the SVD of that matrix, which equals
-    ``lstsq([A; √α I], [B; 0])``). Returns ``β`` and the problem's condition number."""
-    lo = max(0, t - window_size)
-    if t == lo:
-        return np.zeros((Z.shape[1], Y.shape[1])), 1.0
-    sw = np.sqrt(forgetting_factor ** np.arange(t - lo - 1, -1, -1) * w[lo:t])
-    A = Z[lo:t] * sw[:, None]
-    B = Y[lo:t] * sw[:, None]
-    if alpha:
-        U, s, Vt = np.linalg.svd(A, full_matrices=False)
-        beta = Vt.T @ ((s / (s * s + alpha))[:, None] * (U.T @ B))
-        ev = np.concatenate([s * s, np.zeros(A.shape[0] - s.size)]) + alpha
-        return beta, float(np.sqrt(ev.max() / ev.min()))
-    beta, _, _, s = np.linalg.lstsq(A, B, rcond=None)
-    if not s.size or s[0] == 0:
-        return beta, 1.0
-    s = s[s > EPS * max(A.shape) * s[0]]
-    return beta, float(s[0] / s[-1])
-
-
 def weighted_oracle(Z, Y, w, *, delay=0, start=0, **params):
     """Prequential predictions ``z_t·β(rows < t − delay)``, condition numbers, final β;
     with ``start``, rows ``< start`` were learned before the call (delayed labels wait
@@ -73,9 +51,9 @@ def weighted_oracle(Z, Y, w, *, delay=0, start=0, **params):
     kappa = np.ones(Z.shape[0])
     for t in range(Z.shape[0]):
         seen = max(min(t, start), t - delay)
-        beta, kappa[t] = weighted_window_lstsq(Z, Y, w, seen, **params)
+        beta, kappa[t] = window_lstsq(Z, Y, seen, sample_weight=w, **params)
         pred[t] = Z[t] @ beta
-    beta, _ = weighted_window_lstsq(Z, Y, w, Z.shape[0], **params)
+    beta, _ = window_lstsq(Z, Y, Z.shape[0], sample_weight=w, **params)
     return pred, kappa, beta
 
 
@@ -91,12 +69,8 @@ def assert_matches_oracle(y_pred, o_pred, kappa, solver="auto"):
     )
 
 
-@lru_cache(maxsize=None)
 def features(D, n=N_STEPS):
-    x = make_abo_series(n + 7, random_state=0)
-    X, y = make_lagged(x, 7)
-    Z = RandomFourierFeatures(D, sigma=1.0, random_state=0).fit_transform(X)
-    return Z, y
+    return abo_features(D, n)
 
 
 @lru_cache(maxsize=None)
