@@ -109,7 +109,9 @@ class BatchSolver:
         # E = [Zo; Zn] is never formed (a copy of the whole call): rows come from _take
         sE, YE = np.concatenate([so, sn]), np.concatenate([Yo, Yn])
         win = np.lib.stride_tricks.sliding_window_view(np.arange(N + b), N)  # (b+1, N) rows of E
-        s_w = sE[win]
+        # s_w[j, i], Y_w[j, i]: norm and targets of row i of window j (strided views)
+        s_w = np.lib.stride_tricks.sliding_window_view(sE, N)
+        Y_w = np.swapaxes(np.lib.stride_tricks.sliding_window_view(YE, N, axis=0), 1, 2)
         w = self.sw**2
         before_stream = win < pad_rows
         Y_pred = np.zeros((b, self.c)) if predict else None
@@ -117,7 +119,7 @@ class BatchSolver:
         if self.orthogonal_only:
             flagged = np.ones(b + 1, dtype=bool)
         elif self.dual:
-            a, flagged, band = self._dual(Zo, Zn, s_w, YE[win], before_stream, w)
+            a, flagged, band = self._dual(Zo, Zn, s_w, Y_w, before_stream, w)
             # ŷ_j = s_j (k̂_j · â_j), k̂_j[i] = ⟨ẑ_new j, row i of window j⟩ = band[N+j, N−i]
             if predict:
                 Y_pred[:] = sn[:, None] * np.einsum("jn,jnc->jc", band[N : N + b, N:0:-1], a[:b])
@@ -126,7 +128,7 @@ class BatchSolver:
         else:
             # D < N ≤ 32: the stacked rows are small; window j is a strided view of them
             Ew = np.lib.stride_tricks.sliding_window_view(np.concatenate([Zo, Zn]), N, axis=0)
-            betas, flagged = self._primal(Ew, s_w, YE[win], w)
+            betas, flagged = self._primal(Ew, s_w, Y_w, w, sE)
             if predict:
                 Y_pred[:] = np.einsum("jd,jdc->jc", Zn * sn[:, None], betas[:b])
             beta = betas[b]
@@ -162,39 +164,57 @@ class BatchSolver:
             shift = self.alpha / (w[None, :] * s_w * s_w) if self.alpha else np.zeros_like(s_w)
         # rows that carry nothing: before the stream, or (with a ridge) zero or negligible
         dec = before_stream | ((self.alpha > 0) & ~(shift <= _SHIFT_MAX))
-        S = K.copy()
+        S = K  # a fresh array: solved in place
         jj, ii = np.nonzero(dec)
         S[jj, ii, :] = 0.0
         S[jj, :, ii] = 0.0
-        il = np.arange(N)
-        S[:, il, il] += np.where(dec, 0.0, shift)
+        if self.alpha:
+            il = np.arange(N)
+            S[:, il, il] += np.where(dec, 0.0, shift)
         with np.errstate(divide="ignore"):
             rhs = np.where(dec | (s_w == 0), 0.0, 1.0 / np.where(s_w > 0, s_w, 1.0))[:, :, None] * Y_w
-        a, kappa = solve_normal_stack(S, rhs, pad=dec)
+        # without a ridge the coupled diagonal is that of unit rows: 1
+        a, kappa = solve_normal_stack(S, rhs, pad=dec, unit=not self.alpha)
         if self.alpha == 0.0:
             kappa = kappa * _spread(w[None, :] * s_w, s_w, ~dec)
         return a, ~(kappa <= GRAM_KAPPA_MAX), band
 
-    def _primal(self, Ew, s_w, Y_w, w):
+    def _primal(self, Ew, s_w, Y_w, w, sE):
         """``D < N``: the weighted normal equations of every window (``Ew``: the windows'
-        unit rows, shape ``(b+1, D, N)``)."""
-        # ω = w s²/ω_max and w s/ω_max, with s divided by its largest value first: the
-        # squares cannot overflow, and only rows negligible beside the largest underflow
-        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
-            top = s_w.max(axis=1, keepdims=True)
-            r = s_w / top
-            om = w[None, :] * r * r
-            om_max = om.max(axis=1, keepdims=True)
-            S = (Ew * (om / om_max)[:, None, :]) @ np.swapaxes(Ew, 1, 2)
+        unit rows, shape ``(b+1, D, N)``; ``sE``: the norms of all the rows)."""
+        nonzero = np.where(sE > 0, sE, 1.0)
+        # (sw[0]² = λ^(N−1): the smallest weight)
+        if self.sw[0] ** 2 >= 1e-50 and 1e-50 <= nonzero.min() and nonzero.max() <= 1e50:
+            # norms and weights in a moderate range (the common case): ω = w s² lies in
+            # [1e-150, 1e100], so S = Σ ω ẑẑᵀ neither overflows nor loses rows to underflow
+            om = w[None, :] * s_w * s_w
+            S = (Ew * om[:, None, :]) @ np.swapaxes(Ew, 1, 2)
             if self.alpha:
                 d = np.arange(self.D)
-                S[:, d, d] += self.alpha / (om_max * top * top)
-            cy = w[None, :] * r / (om_max * top)  # w s / ω_max
-            rhs = Ew @ (cy[:, :, None] * Y_w)
-        bad = ~np.isfinite(S).all(axis=(1, 2)) | ~np.isfinite(rhs).all(axis=(1, 2))
-        S[bad], rhs[bad] = 0.0, 0.0
+                S[:, d, d] += self.alpha
+            with np.errstate(over="ignore", invalid="ignore"):  # a huge target: caught below
+                rhs = Ew @ ((w[None, :] * s_w)[:, :, None] * Y_w)
+            bad = None if np.isfinite(rhs).all() else ~np.isfinite(rhs).all(axis=(1, 2))
+        else:
+            # ω = w s²/ω_max and w s/ω_max, with s divided by its largest value first: the
+            # squares cannot overflow, and only rows negligible beside the largest underflow
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+                top = s_w.max(axis=1, keepdims=True)
+                r = s_w / top
+                om = w[None, :] * r * r
+                om_max = om.max(axis=1, keepdims=True)
+                S = (Ew * (om / om_max)[:, None, :]) @ np.swapaxes(Ew, 1, 2)
+                if self.alpha:
+                    d = np.arange(self.D)
+                    S[:, d, d] += self.alpha / (om_max * top * top)
+                cy = w[None, :] * r / (om_max * top)  # w s / ω_max
+                rhs = Ew @ (cy[:, :, None] * Y_w)
+            bad = ~np.isfinite(S).all(axis=(1, 2)) | ~np.isfinite(rhs).all(axis=(1, 2))
+        if bad is not None:
+            S[bad], rhs[bad] = 0.0, 0.0
         beta, kappa = solve_normal_stack(S, rhs)
-        kappa[bad] = np.inf
+        if bad is not None:
+            kappa[bad] = np.inf
         return beta, ~(kappa <= GRAM_KAPPA_MAX)
 
     # ------------------------------------------------------------------ one row

@@ -39,7 +39,7 @@ __all__ = [
 GRAM_KAPPA_MAX = 1e6
 
 
-def solve_normal_stack(S, B, pad=None):
+def solve_normal_stack(S, B, pad=None, unit=False):
     """Solve a stack of symmetric positive (semi)definite systems with a condition bound.
 
     Rows marked in ``pad`` (window positions before the start of the stream) carry no
@@ -56,6 +56,9 @@ def solve_normal_stack(S, B, pad=None):
         Right-hand sides; modified in place.
     pad : ndarray of shape (n_windows, m) of bool, default=None
         Structural zero rows to decouple.
+    unit : bool, default=False
+        The coupled rows' diagonal is already 1 to rounding (a Gram matrix of unit rows
+        without a ridge): the Jacobi scaling is skipped.
 
     Returns
     -------
@@ -71,7 +74,8 @@ def solve_normal_stack(S, B, pad=None):
     diag = np.einsum("jii->ji", S)  # a writable view of the diagonals
     empty = diag <= 0.0
     singular = (empty & ~pad).any(axis=1) if pad is not None else empty.any(axis=1)
-    if empty.any():
+    decoupled = empty.any()
+    if decoupled:
         # decouple rows that carry nothing: S_ii = 1, S_i· = 0, B_i = 0
         jj, ii = np.nonzero(empty)
         S[jj, ii, :] = 0.0
@@ -80,14 +84,16 @@ def solve_normal_stack(S, B, pad=None):
         B[jj, ii, :] = 0.0
     # Jacobi scaling: d = sqrt(diag S), Ŝ = D⁻¹ S D⁻¹ (the coupled rows' scale mismatch is
     # put back into the bound below)
-    d = np.sqrt(diag)
-    S /= d[:, :, None]
-    S /= d[:, None, :]
+    if not unit:
+        d = np.sqrt(diag)
+        S /= d[:, :, None]
+        S /= d[:, None, :]
+        B = B / d[:, :, None]
     # one LU solve per window for the right-hand sides and two fixed probe vectors v:
     # ‖Ŝ⁻¹v‖/‖v‖ estimates ‖Ŝ⁻¹‖ (inverse-norm estimation, as LAPACK's *con do)
     c = B.shape[2]
     probes = _probes(m)
-    rhs = np.concatenate([B / d[:, :, None], np.broadcast_to(probes, (S.shape[0], m, 2))], axis=2)
+    rhs = np.concatenate([B, np.broadcast_to(probes, (S.shape[0], m, 2))], axis=2)
     try:
         sol = np.linalg.solve(S, rhs)
     except np.linalg.LinAlgError:
@@ -99,15 +105,20 @@ def solve_normal_stack(S, B, pad=None):
                 sol[j] = np.linalg.solve(S[j], rhs[j])
             except np.linalg.LinAlgError:
                 sol[j] = np.nan
-    X = sol[:, :, :c] / d[:, :, None]
+    X = sol[:, :, :c] if unit else sol[:, :, :c] / d[:, :, None]
     with np.errstate(invalid="ignore", over="ignore"):
         inv_norm = np.sqrt(np.einsum("jik,jik->jk", sol[:, :, c:], sol[:, :, c:]).max(axis=1))
         kappa_hat = np.sqrt(np.einsum("jik,jik->j", S, S)) * inv_norm
+        if unit:
+            return X, np.where(np.isfinite(kappa_hat) & ~singular, kappa_hat, np.inf)
         # spread of the coupled diagonal: max/min over rows that were not decoupled
         d2 = d * d  # the unscaled diagonal (``diag`` is a view of the scaled S now)
-        hi = np.where(empty, 0.0, d2).max(axis=1, initial=0.0)
-        lo = np.where(empty, np.inf, d2).min(axis=1, initial=np.inf)
-        spread = np.where(np.isfinite(lo) & (lo > 0), hi / np.where(lo > 0, lo, 1.0), 1.0)
+        if decoupled:
+            hi = np.where(empty, 0.0, d2).max(axis=1, initial=0.0)
+            lo = np.where(empty, np.inf, d2).min(axis=1, initial=np.inf)
+            spread = np.where(np.isfinite(lo) & (lo > 0), hi / np.where(lo > 0, lo, 1.0), 1.0)
+        else:
+            spread = d2.max(axis=1) / d2.min(axis=1)  # every diagonal entry is positive
         kappa = kappa_hat * spread
     kappa = np.where(np.isfinite(kappa) & ~singular, kappa, np.inf)
     return X, kappa
