@@ -174,7 +174,7 @@ class BatchSolver:
         with np.errstate(divide="ignore"):
             rhs = np.where(dec | (s_w == 0), 0.0, 1.0 / np.where(s_w > 0, s_w, 1.0))[:, :, None] * Y_w
         # without a ridge the coupled diagonal is that of unit rows: 1
-        a, kappa = solve_normal_stack(S, rhs, pad=dec, unit=not self.alpha)
+        a, kappa = solve_normal_stack(S, rhs, pad=dec, jacobi=bool(self.alpha))
         if self.alpha == 0.0:
             kappa = kappa * _spread(w[None, :] * s_w, s_w, ~dec)
         return a, ~(kappa <= GRAM_KAPPA_MAX), band
@@ -184,9 +184,11 @@ class BatchSolver:
         unit rows, shape ``(b+1, D, N)``; ``sE``: the norms of all the rows)."""
         nonzero = np.where(sE > 0, sE, 1.0)
         # (sw[0]² = λ^(N−1): the smallest weight)
-        if self.sw[0] ** 2 >= 1e-50 and 1e-50 <= nonzero.min() and nonzero.max() <= 1e50:
+        moderate = self.sw[0] ** 2 >= 1e-50 and 1e-50 <= nonzero.min() and nonzero.max() <= 1e50
+        if moderate:
             # norms and weights in a moderate range (the common case): ω = w s² lies in
-            # [1e-150, 1e100], so S = Σ ω ẑẑᵀ neither overflows nor loses rows to underflow
+            # [1e-150, 1e100], so S = Σ ω ẑẑᵀ neither overflows nor loses rows to
+            # underflow, and the estimate of κ(S) needs no Jacobi scaling
             om = w[None, :] * s_w * s_w
             S = (Ew * om[:, None, :]) @ np.swapaxes(Ew, 1, 2)
             if self.alpha:
@@ -212,7 +214,7 @@ class BatchSolver:
             bad = ~np.isfinite(S).all(axis=(1, 2)) | ~np.isfinite(rhs).all(axis=(1, 2))
         if bad is not None:
             S[bad], rhs[bad] = 0.0, 0.0
-        beta, kappa = solve_normal_stack(S, rhs)
+        beta, kappa = solve_normal_stack(S, rhs, jacobi=not moderate)
         if bad is not None:
             kappa[bad] = np.inf
         return beta, ~(kappa <= GRAM_KAPPA_MAX)
@@ -305,29 +307,43 @@ class BatchSolver:
             if w is None:
                 hi = s.max()
                 q = hi / (np.where(dec, hi, s).min() if any_dec else s.min())
-                spread = q * q  # inf when it overflows (or NaN for an all-zero window)
+                spread = float(q * q)  # inf when it overflows (or NaN for an all-zero window)
             else:
                 spread = float(_spread(w * s, s, ~dec))
         a = _cho_solve_checked(
-            S, rhs, pad=dec if any_dec else None, spread=spread, unit=not self.alpha
+            S, rhs, pad=dec if any_dec else None, spread=spread, jacobi=bool(self.alpha)
         )
         return None if a is None else buf.Zh.T @ a
 
     def _one_primal(self, w):
         """The weighted normal equations of the ring's rows (scaled as :meth:`_primal`)."""
         buf = self.buf
+        s, Zh = buf.s, buf.Zh
         # (under the caller's np.errstate: overflow and underflow are dealt with here)
-        # ω = w (s/s_max)², the Gram matrix divided by s_max² (Jacobi scaling follows)
-        top = buf.s.max()
-        r = buf.s / top
-        wr = r if w is None else w * r
-        S = buf.Zh.T @ (buf.Zh * (wr * r)[:, None])
-        if self.alpha:
-            S.flat[:: self.D + 1] += self.alpha / (top * top)
-        rhs = buf.Zh.T @ ((wr / top)[:, None] * buf.Y)
+        top = s.max()
+        moderate = 1e-50 <= top <= 1e50
+        if moderate:
+            # moderate norms (the common case): S = Σ w s² ẑẑᵀ cannot overflow, and a row
+            # whose w s² underflows is as negligible as on the rescaled route below; the
+            # estimate of κ(S) needs no Jacobi scaling (it bounds κ(S) itself)
+            ws = s if w is None else w * s
+            S = Zh.T @ (Zh * (ws * s)[:, None])
+            if self.alpha:
+                S.flat[:: self.D + 1] += self.alpha
+            rhs = Zh.T @ (ws[:, None] * buf.Y)
+        else:
+            # ω = w (s/s_max)², the Gram matrix divided by s_max² (Jacobi scaling follows)
+            r = s / top
+            wr = r if w is None else w * r
+            S = Zh.T @ (Zh * (wr * r)[:, None])
+            if self.alpha:
+                S.flat[:: self.D + 1] += self.alpha / (top * top)
+            rhs = Zh.T @ ((wr / top)[:, None] * buf.Y)
         # a non-finite S fails the factorisation; a non-finite rhs (a tiny window with a
         # large target) goes to the orthogonal route, which works on the raw rows
-        return _cho_solve_checked(S, rhs) if math.isfinite(dnrm2(rhs.ravel())) else None
+        if not math.isfinite(dnrm2(rhs.ravel())):
+            return None
+        return _cho_solve_checked(S, rhs, jacobi=not moderate)
 
 
 def _spread(ws, s, keep):
@@ -391,40 +407,56 @@ def _gram_of_window(band, n, N):
     return _windows_from_band(band[n - N :], 1, N)[0] if n >= N else None
 
 
-def _cho_solve_checked(S, rhs, pad=None, spread=1.0, unit=False):
+def _cho_solve_checked(S, rhs, pad=None, spread=1.0, jacobi=True):
     """Cholesky solve of one SPD system, or ``None`` when it is too ill-conditioned.
 
     The single-window twin of :func:`solve_normal_stack` (Jacobi scaling, the same
     two-probe condition estimate times ``spread``); ``pad`` rows, already zero, are
-    decoupled. ``unit``: the diagonal is already 1 (a Gram matrix of unit rows), no
-    scaling. ``S`` is overwritten.
+    decoupled. ``jacobi=False``: no scaling, for a diagonal that is already 1 (a Gram
+    matrix of unit rows) or a matrix of moderate scale, whose estimate then bounds
+    ``κ(S)`` itself. ``S`` is overwritten.
     """
     if pad is not None:
         i = np.flatnonzero(pad)
         S[i, i] = 1.0
-    if unit:
-        diag, d = None, None
-    else:
-        diag = S.diagonal().copy()
-        if not diag.min() > 0.0:
+    unit = not jacobi
+    if jacobi:
+        # Jacobi scaling Ŝ = D⁻¹ S D⁻¹, d = √diag S; the spread of the diagonal goes into
+        # the bound
+        d = np.sqrt(S.diagonal())
+        lo = d.min()
+        if not lo > 0.0:
             return None
-        d = np.sqrt(diag)
-        S /= np.multiply.outer(d, d)
-    flat = S.ravel()
-    norm2 = flat @ flat  # ‖Ŝ‖_F², before S is factorised in place
+        q = d.max() / lo
+        spread = spread * q * q
+        inv = 1.0 / d
+        S *= inv
+        S *= inv[:, None]
+    nrm = dnrm2(S.ravel())  # ‖Ŝ‖_F, before S is factorised in place
     # S is symmetric: its transpose is a Fortran-ordered view LAPACK takes without a copy
     L, info = lapack.dpotrf(S.T, lower=1, clean=0, overwrite_a=1)
     if info != 0:
         return None
+    # one triangular solve for the right-hand sides and the two fixed probes v:
+    # κ(Ŝ) ≈ ‖Ŝ‖_F · max_v ‖Ŝ⁻¹v‖ (the estimate of solve_normal_stack)
     n, c = rhs.shape
-    buf = np.empty((n, c + 2), order="F")
-    buf[:, :c] = rhs if unit else rhs / d[:, None]
-    buf[:, c:] = _probes(n)
+    buf = _probe_columns(n, c)
+    buf[:, :c] = rhs if unit else rhs * inv[:, None]
     sol, info = lapack.dpotrs(L, buf, lower=1, overwrite_b=1)
-    u, v = sol[:, c], sol[:, c + 1]
-    kappa = np.sqrt(norm2 * max(u @ u, v @ v)) * spread
-    if not unit:
-        kappa *= diag.max() / diag.min()
+    kappa = nrm * max(dnrm2(sol[:, c]), dnrm2(sol[:, c + 1])) * spread
     if info != 0 or not kappa <= GRAM_KAPPA_MAX:
         return None
-    return sol[:, :c] if unit else sol[:, :c] / d[:, None]
+    return sol[:, :c] if unit else sol[:, :c] * inv[:, None]
+
+
+_PROBE_COLUMNS = {}
+
+
+def _probe_columns(n, c):
+    """A fresh Fortran-ordered ``(n, c + 2)`` array whose last two columns are the probes."""
+    template = _PROBE_COLUMNS.get((n, c))
+    if template is None:
+        template = np.zeros((n, c + 2), order="F")
+        template[:, c:] = _probes(n)
+        _PROBE_COLUMNS[(n, c)] = template
+    return template.copy(order="F")

@@ -39,7 +39,7 @@ __all__ = [
 GRAM_KAPPA_MAX = 1e6
 
 
-def solve_normal_stack(S, B, pad=None, unit=False):
+def solve_normal_stack(S, B, pad=None, jacobi=True):
     """Solve a stack of symmetric positive (semi)definite systems with a condition bound.
 
     Rows marked in ``pad`` (window positions before the start of the stream) carry no
@@ -56,9 +56,11 @@ def solve_normal_stack(S, B, pad=None, unit=False):
         Right-hand sides; modified in place.
     pad : ndarray of shape (n_windows, m) of bool, default=None
         Structural zero rows to decouple.
-    unit : bool, default=False
-        The coupled rows' diagonal is already 1 to rounding (a Gram matrix of unit rows
-        without a ridge): the Jacobi scaling is skipped.
+    jacobi : bool, default=True
+        Scale ``S`` to a unit diagonal first and multiply the estimate by the spread of
+        the diagonal. ``False`` for a diagonal that is already 1 to rounding (a Gram
+        matrix of unit rows without a ridge) or matrices of moderate scale: the estimate
+        is then that of ``κ(S)`` itself.
 
     Returns
     -------
@@ -84,7 +86,7 @@ def solve_normal_stack(S, B, pad=None, unit=False):
         B[jj, ii, :] = 0.0
     # Jacobi scaling: d = sqrt(diag S), Ŝ = D⁻¹ S D⁻¹ (the coupled rows' scale mismatch is
     # put back into the bound below)
-    if not unit:
+    if jacobi:
         d = np.sqrt(diag)
         S /= d[:, :, None]
         S /= d[:, None, :]
@@ -105,11 +107,11 @@ def solve_normal_stack(S, B, pad=None, unit=False):
                 sol[j] = np.linalg.solve(S[j], rhs[j])
             except np.linalg.LinAlgError:
                 sol[j] = np.nan
-    X = sol[:, :, :c] if unit else sol[:, :, :c] / d[:, :, None]
+    X = sol[:, :, :c] / d[:, :, None] if jacobi else sol[:, :, :c]
     with np.errstate(invalid="ignore", over="ignore"):
         inv_norm = np.sqrt(np.einsum("jik,jik->jk", sol[:, :, c:], sol[:, :, c:]).max(axis=1))
         kappa_hat = np.sqrt(np.einsum("jik,jik->j", S, S)) * inv_norm
-        if unit:
+        if not jacobi:
             return X, np.where(np.isfinite(kappa_hat) & ~singular, kappa_hat, np.inf)
         # spread of the coupled diagonal: max/min over rows that were not decoupled
         d2 = d * d  # the unscaled diagonal (``diag`` is a view of the scaled S now)
