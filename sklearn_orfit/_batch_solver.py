@@ -285,6 +285,14 @@ class BatchSolver:
         buf = self.buf
         s = buf.s
         S = buf.G.copy()
+        if w is None and not self.alpha:
+            lo = s.min()
+            if lo > 0.0:
+                # the common case (a full window of non-zero rows, λ = 1, no ridge): no row
+                # to decouple, and the spread of s² (below) is max/min
+                q = s.max() / lo
+                a = _cho_solve_checked(S, buf.Y / s[:, None], spread=float(q * q), jacobi=False)
+                return None if a is None else buf.Zh.T @ a
         # rows that carry nothing are decoupled (â = 0, exactly what the pseudo-inverse
         # does with a zero row): empty slots, zero rows, and with a ridge negligible rows
         dec = (s == 0) if w is None else (w == 0) | (s == 0)
