@@ -22,7 +22,7 @@ import numpy as np
 from scipy.linalg import lapack
 from scipy.linalg.blas import dnrm2
 
-from ._window import OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, normalise_rows
+from ._window import OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate_row_norms, normalise_rows
 from ._window_solvers import (
     GRAM_KAPPA_MAX, _probes, lstsq_stack, solve_normal_stack,
 )
@@ -80,24 +80,35 @@ class BatchSolver:
 
     def update(self, Z, Y, *, predict):
         """Learn the rows of ``Z`` in order; return the prequential predictions if asked."""
-        Zh, s = normalise_rows(Z)
         if Z.shape[0] == 1 and not self.orthogonal_only:
+            Zh, s = normalise_rows(Z)
             Y_pred = (Z @ self._beta) if predict else None
             self._one(Zh[0], s[0], Y[0])
             return Y_pred
+        raw = False
+        if self.dual and not self.orthogonal_only:
+            # the dual route needs the rows' inner products, not the unit rows: when every
+            # norm (new rows and the window's) is moderate, products of the rows as given,
+            # divided by the norms, are as exact (see _block) and save a pass over the call
+            s = moderate_row_norms(Z)
+            raw = s is not None and moderate_row_norms(self.buf.s[:, None]) is not None
+        Zh, s = (Z, s) if raw else normalise_rows(Z)
         Y_pred = np.empty((Z.shape[0], self.c)) if predict else None
         N, D = self.N, self.D
         rows = max(1, _BLOCK_NUMBERS // (N * (N + 1) if self.dual else (D * D + N * D)))
         for a in range(0, Z.shape[0], rows):
             b = min(a + rows, Z.shape[0])
-            Yp = self._block(Zh[a:b], s[a:b], Y[a:b], predict=predict)
+            Yp = self._block(Zh[a:b], s[a:b], Y[a:b], predict=predict, raw=raw)
             if predict:
                 Y_pred[a:b] = Yp
         return Y_pred
 
     # ------------------------------------------------------------------ a block of rows
-    def _block(self, Zn, sn, Yn, *, predict):
-        """Windows ``j = 0 … b`` of ``E = [window (N rows, zero rows before the stream); new]``."""
+    def _block(self, Zn, sn, Yn, *, predict, raw=False):
+        """Windows ``j = 0 … b`` of ``E = [window (N rows, zero rows before the stream); new]``.
+
+        ``Zn`` are unit rows, or with ``raw`` (dual route, moderate norms) the rows as given.
+        """
         N, b = self.N, Zn.shape[0]
         buf = self.buf
         pad_rows = N - buf.n
@@ -106,8 +117,20 @@ class BatchSolver:
         so = np.zeros(N)
         Yo = np.zeros((N, self.c))
         Zo[pad_rows:], so[pad_rows:], Yo[pad_rows:] = buf.Zh[slots], buf.s[slots], buf.Y[slots]
+        if raw:
+            Zo *= so[:, None]
         # E = [Zo; Zn] is never formed (a copy of the whole call): rows come from _take
         sE, YE = np.concatenate([so, sn]), np.concatenate([Yo, Yn])
+
+        def unit_rows(idx):  # unit rows of E
+            R = _take(Zo, Zn, idx)
+            if raw:
+                R /= np.where(sE[idx] > 0, sE[idx], 1.0)[..., None]
+            return R
+
+        def rows_of(idx):  # rows of E as given
+            R = _take(Zo, Zn, idx)
+            return R if raw else R * sE[idx][..., None]
         win = np.lib.stride_tricks.sliding_window_view(np.arange(N + b), N)  # (b+1, N) rows of E
         # s_w[j, i], Y_w[j, i]: norm and targets of row i of window j (strided views)
         s_w = np.lib.stride_tricks.sliding_window_view(sE, N)
@@ -119,11 +142,16 @@ class BatchSolver:
         if self.orthogonal_only:
             flagged = np.ones(b + 1, dtype=bool)
         elif self.dual:
-            a, flagged, band = self._dual(Zo, Zn, s_w, Y_w, before_stream, w)
+            band = _band(Zo, Zn, N)
+            if raw:
+                # ⟨ẑ_r, ẑ_r'⟩ = ⟨z_r, z_r'⟩/(s_r s_r'): the norms are in [1e-100, 1e100], so
+                # the products neither overflow nor lose more than D·1e-108 to underflow
+                band = _unit_band(band, sE, N)
+            a, flagged = self._dual(band, s_w, Y_w, before_stream, w)
             # ŷ_j = s_j (k̂_j · â_j), k̂_j[i] = ⟨ẑ_new j, row i of window j⟩ = band[N+j, N−i]
             if predict:
                 Y_pred[:] = sn[:, None] * np.einsum("jn,jnc->jc", band[N : N + b, N:0:-1], a[:b])
-            beta = _take(Zo, Zn, win[b]).T @ a[b]
+            beta = unit_rows(win[b]).T @ a[b]
             K_last = _gram_of_window(band, N + b, N)
         else:
             # D < N ≤ 32: the stacked rows are small; window j is a strided view of them
@@ -136,13 +164,11 @@ class BatchSolver:
         if idx.size:
             # the orthogonal route: QR + SVD of each flagged window, in chunks
             for chunk in np.array_split(idx, max(1, idx.size // 64)):
-                A = _take(Zo, Zn, win[chunk]) * (sE[win[chunk]] * self.sw)[:, :, None]
+                A = rows_of(win[chunk]) * self.sw[:, None]
                 bts = lstsq_stack(A, YE[win[chunk]] * self.sw[None, :, None], alpha=self.alpha)[0]
                 pred = chunk < b
                 if predict and pred.any():
-                    Y_pred[chunk[pred]] = np.einsum(
-                        "jd,jdc->jc", Zn[chunk[pred]] * sn[chunk[pred], None], bts[pred]
-                    )
+                    Y_pred[chunk[pred]] = np.einsum("jd,jdc->jc", rows_of(N + chunk[pred]), bts[pred])
                 if chunk[-1] == b:
                     beta = bts[-1]
             self.n_orthogonal += int(idx.size)
@@ -150,14 +176,14 @@ class BatchSolver:
         # commit: the window is the last N rows of E
         n_keep = min(N, buf.n + b)
         keep = np.arange(N + b - n_keep, N + b)
-        buf.load(_take(Zo, Zn, keep), sE[keep], YE[keep], gram=None if K_last is None else K_last[-n_keep:, -n_keep:])
+        buf.load(unit_rows(keep), sE[keep], YE[keep], gram=None if K_last is None else K_last[-n_keep:, -n_keep:])
         return Y_pred
 
-    def _dual(self, Zo, Zn, s_w, Y_w, before_stream, w):
-        """``D ≥ N``: ``(K̂_j + diag(α/(w s²))) â_j = y/s`` for every window ``j``."""
+    def _dual(self, band, s_w, Y_w, before_stream, w):
+        """``D ≥ N``: ``(K̂_j + diag(α/(w s²))) â_j = y/s`` for every window ``j`` (``band``:
+        the unit rows' products, :func:`_band`)."""
         N = self.N
         nwin = s_w.shape[0]
-        band = _band(Zo, Zn, N)
         K = _windows_from_band(band, nwin, N)
         with np.errstate(divide="ignore", over="ignore", under="ignore"):
             # a subnormal s² only makes an already negligible row's shift inexact
@@ -177,7 +203,7 @@ class BatchSolver:
         a, kappa = solve_normal_stack(S, rhs, pad=dec, jacobi=bool(self.alpha))
         if self.alpha == 0.0:
             kappa = kappa * _spread(w[None, :] * s_w, s_w, ~dec)
-        return a, ~(kappa <= GRAM_KAPPA_MAX), band
+        return a, ~(kappa <= GRAM_KAPPA_MAX)
 
     def _primal(self, Ew, s_w, Y_w, w, sE):
         """``D < N``: the weighted normal equations of every window (``Ew``: the windows'
@@ -395,6 +421,16 @@ def _band(Zo, Zn, N):
         valid = src >= lo
         band[r0:r1] = np.where(valid, G[i, np.where(valid, src - lo, 0)], 0.0)
     return band
+
+
+def _unit_band(band, sE, N):
+    """The band of the unit rows from that of the rows: ``band[r, δ] / (s_r s_{r−δ})``
+    (zero for a zero row)."""
+    # partner[r, δ] = s_{r−δ} (1 before the start of E, where the band is zero)
+    padded = np.concatenate([np.ones(N), sE])
+    partner = np.lib.stride_tricks.sliding_window_view(padded, N + 1)[:, ::-1]
+    den = sE[:, None] * partner
+    return np.divide(band, den, out=np.zeros_like(band), where=den > 0)
 
 
 def _windows_from_band(band, nwin, N):

@@ -9,7 +9,7 @@ which is the Jacobi scaling the Gram-based solvers need anyway.
 import numpy as np
 from scipy.linalg.blas import dnrm2
 
-__all__ = ["OVERFLOW_MESSAGE", "WindowBuffer", "normalise_rows"]
+__all__ = ["OVERFLOW_MESSAGE", "WindowBuffer", "moderate_row_norms", "normalise_rows"]
 
 OVERFLOW_MESSAGE = (
     "the window's least-squares solution overflowed (non-finite coefficients); rescale X "
@@ -58,6 +58,19 @@ def normalise_rows(Z):
         if np.isinf(s[bad]).any():
             _norm_overflow()
     return Zh, s
+
+
+def moderate_row_norms(Z):
+    """``‖Z[i]‖`` when every non-zero row's norm lies in ``[1e-100, 1e100]``, else ``None``.
+
+    Inner products of such rows neither overflow nor lose more than ``D·1e-108`` of
+    their scale to underflow: divided by the norms they are the unit rows' products.
+    """
+    ss = np.einsum("ij,ij->i", Z, Z)
+    nonzero = np.where(ss > 0.0, ss, 1.0)
+    if not (nonzero.min(initial=1.0) >= 1e-200 and nonzero.max(initial=1.0) <= 1e200):
+        return None
+    return np.sqrt(ss)
 
 
 def _norm_overflow():

@@ -366,6 +366,26 @@ def test_every_scale_is_exact(scale, D, window, solver):
     np.testing.assert_allclose(reg.coef_, o_beta[:, 0], rtol=0, atol=1e-9 * np.abs(o_beta).max())
 
 
+@pytest.mark.parametrize("D, window", [(3, 10), (40, 10), (4, 24), (96, 24)])
+@pytest.mark.parametrize("spread", [1e-3, 1e90, 1e120])
+def test_norms_straddling_the_moderate_range_are_exact(spread, D, window):
+    # The short-window route works on the rows as given when every norm is moderate
+    # (1e-100 … 1e100) and on unit rows otherwise; a call whose norms straddle the bound,
+    # with zero rows among them, must match lstsq either way, row by row and chunked.
+    rng = np.random.default_rng(17)
+    Z = rng.normal(size=(90, D)) / np.sqrt(D)
+    Z *= np.exp(rng.uniform(-1.0, 1.0, size=(90, 1)) * np.log(spread))
+    Z[[5, 33, 34]] = 0.0
+    y = rng.normal(size=90)
+    o_pred, kappa, o_beta = prequential_oracle(Z, y, window_size=window, forgetting_factor=1.0, alpha=0)
+    for chunk in (90, 7):
+        reg = QREWRLSRegressor(window)
+        y_pred = np.concatenate([reg.prequential_predict(Z[a : a + chunk], y[a : a + chunk])
+                                 for a in range(0, 90, chunk)])
+        assert_matches_oracle(y_pred, o_pred, kappa, "auto")
+        np.testing.assert_allclose(reg.coef_, o_beta[:, 0], rtol=0, atol=1e-9 * np.abs(o_beta).max())
+
+
 @pytest.mark.parametrize("window", [10, 64])
 @pytest.mark.parametrize("alpha", [1e-100, 1e-30, 1e-12, 1e-2])
 def test_tiny_ridge_coefficients_are_exact_on_both_paths(alpha, window):
