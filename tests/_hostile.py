@@ -7,6 +7,7 @@ import sys
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, is_regressor
 
+import sklearn_orfit as so
 from sklearn_orfit import QREWRLSRegressor
 
 
@@ -15,6 +16,41 @@ def stream(n=90, d=5, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
     return X, np.sin(X @ rng.normal(size=d)) + 0.1 * rng.normal(size=n)
+
+
+def streaming_estimators():
+    """Every public estimator, transformer, pipeline and the ensemble, one per route (fresh
+    instances, by name): the contract and delayed-label suites run over them."""
+    return {
+        "qrewrls-short": so.QREWRLSRegressor(8, forgetting_factor=0.9),
+        "qrewrls-dual": so.QREWRLSRegressor(40),
+        "qrewrls-primal": so.QREWRLSRegressor(40, forgetting_factor=0.95),
+        "qrewrls-givens": so.QREWRLSRegressor(8, solver="givens"),
+        "qrewrls-svd": so.QREWRLSRegressor(8, solver="svd"),
+        "qrewrls-ridge": so.QREWRLSRegressor(8, alpha=1e-2),
+        "qrewrls-ridge-long": so.QREWRLSRegressor(30, alpha=1e-2),
+        "orfit": so.ORFitRegressor(),
+        "orfit-pca": so.ORFitRegressor(memory_size=3),
+        "orfit-mlp": so.ORFitMLPRegressor((8,), random_state=0),
+        "orfit-mlp-pca": so.ORFitMLPRegressor((8,), memory_size=4, random_state=0),
+        "sw-krls": so.SlidingWindowKRLSRegressor(8),
+        "qrd-rls": so.QRDRLSRegressor(8),
+        "ewrls": so.EWRLSRegressor(forgetting_factor=0.99),
+        "rff": so.RandomFourierFeatures(16, random_state=0),
+        "scaler": so.RecursiveStandardScaler(),
+        "lags": so.LagTransformer(2),
+        "pipeline-qrewrls": so.make_streaming_pipeline(
+            so.RandomFourierFeatures(64, random_state=0), so.QREWRLSRegressor(10)
+        ),
+        "pipeline-orfit": so.make_streaming_pipeline(
+            so.LagTransformer(2), so.RecursiveStandardScaler(),
+            so.RandomFourierFeatures(32, random_state=0), so.ORFitRegressor(memory_size=5),
+        ),
+        "ensemble": so.FeaturePartitionEnsemble(
+            so.RandomFourierFeatures(32, random_state=0), so.QREWRLSRegressor(8),
+            n_partitions=2,
+        ),
+    }
 
 
 def gaussian_stream(n=20, p=40, *, n_targets=None, seed=0):

@@ -43,7 +43,7 @@ from hypothesis import strategies as st
 from sklearn.base import clone, is_regressor
 
 import sklearn_orfit as so
-from _hostile import learn, output, run_traced
+from _hostile import learn, output, run_traced, streaming_estimators
 from _hostile import stream as _stream
 from _state import assert_same_state, flat_state
 
@@ -54,40 +54,7 @@ PKG_DIR = os.path.dirname(so.__file__)
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_orfit.exceptions.SpannedBatchWarning")
 
 
-def _estimators():
-    return {
-        "qrewrls-short": so.QREWRLSRegressor(8, forgetting_factor=0.9),
-        "qrewrls-dual": so.QREWRLSRegressor(40),
-        "qrewrls-primal": so.QREWRLSRegressor(40, forgetting_factor=0.95),
-        "qrewrls-givens": so.QREWRLSRegressor(8, solver="givens"),
-        "qrewrls-svd": so.QREWRLSRegressor(8, solver="svd"),
-        "qrewrls-ridge": so.QREWRLSRegressor(8, alpha=1e-2),
-        "qrewrls-ridge-long": so.QREWRLSRegressor(30, alpha=1e-2),
-        "orfit": so.ORFitRegressor(),
-        "orfit-pca": so.ORFitRegressor(memory_size=3),
-        "orfit-mlp": so.ORFitMLPRegressor((8,), random_state=0),
-        "orfit-mlp-pca": so.ORFitMLPRegressor((8,), memory_size=4, random_state=0),
-        "sw-krls": so.SlidingWindowKRLSRegressor(8),
-        "qrd-rls": so.QRDRLSRegressor(8),
-        "ewrls": so.EWRLSRegressor(forgetting_factor=0.99),
-        "rff": so.RandomFourierFeatures(16, random_state=0),
-        "scaler": so.RecursiveStandardScaler(),
-        "lags": so.LagTransformer(2),
-        "pipeline-qrewrls": so.make_streaming_pipeline(
-            so.RandomFourierFeatures(64, random_state=0), so.QREWRLSRegressor(10)
-        ),
-        "pipeline-orfit": so.make_streaming_pipeline(
-            so.LagTransformer(2), so.RecursiveStandardScaler(),
-            so.RandomFourierFeatures(32, random_state=0), so.ORFitRegressor(memory_size=5),
-        ),
-        "ensemble": so.FeaturePartitionEnsemble(
-            so.RandomFourierFeatures(32, random_state=0), so.QREWRLSRegressor(8),
-            n_partitions=2,
-        ),
-    }
-
-
-ESTIMATORS = _estimators()
+ESTIMATORS = streaming_estimators()
 NAMES = list(ESTIMATORS)
 REGRESSORS = [k for k in NAMES if is_regressor(ESTIMATORS[k])]
 ONE_ROW = [k for k in NAMES if hasattr(ESTIMATORS[k], "learn_one")]

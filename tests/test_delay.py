@@ -14,13 +14,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sklearn.base import clone
+from sklearn.base import clone, is_regressor
 from sklearn.compose import TransformedTargetRegressor
 from sklearn.linear_model import LinearRegression, SGDRegressor
 from sklearn.model_selection import GridSearchCV, cross_validate
 
 import sklearn_orfit as so
-from _hostile import stream
+from _hostile import stream, streaming_estimators
 from sklearn_orfit.model_selection import (
     PrequentialSplit, make_prequential_scorer, validation_test_splits,
 )
@@ -29,35 +29,14 @@ pytestmark = pytest.mark.filterwarnings("ignore::sklearn_orfit.exceptions.Spanne
 
 
 def _models():
-    return {
-        "qrewrls-short": so.QREWRLSRegressor(8, forgetting_factor=0.9),
-        "qrewrls-dual": so.QREWRLSRegressor(40),
-        "qrewrls-primal": so.QREWRLSRegressor(40, forgetting_factor=0.95),
-        "qrewrls-givens": so.QREWRLSRegressor(8, solver="givens"),
-        "qrewrls-svd": so.QREWRLSRegressor(8, solver="svd"),
-        "qrewrls-ridge": so.QREWRLSRegressor(8, alpha=1e-2),
-        "orfit": so.ORFitRegressor(),
-        "orfit-pca": so.ORFitRegressor(memory_size=3),
-        "orfit-mlp": so.ORFitMLPRegressor((8,), random_state=0),
-        "sw-krls": so.SlidingWindowKRLSRegressor(8),
-        "qrd-rls": so.QRDRLSRegressor(8),
-        "ewrls": so.EWRLSRegressor(forgetting_factor=0.99),
-        "sgd": SGDRegressor(random_state=0),
-        "pipeline-qrewrls": so.make_streaming_pipeline(
-            so.RandomFourierFeatures(64, random_state=0), so.QREWRLSRegressor(10)
-        ),
-        "pipeline-orfit": so.make_streaming_pipeline(
-            so.LagTransformer(2), so.RecursiveStandardScaler(),
-            so.RandomFourierFeatures(32, random_state=0), so.ORFitRegressor(memory_size=5),
-        ),
-        "pipeline-sgd": so.make_streaming_pipeline(
-            so.RecursiveStandardScaler(), SGDRegressor(random_state=0)
-        ),
-        "ensemble": so.FeaturePartitionEnsemble(
-            so.RandomFourierFeatures(32, random_state=0), so.QREWRLSRegressor(8),
-            n_partitions=2,
-        ),
-    }
+    # the regressors (and regressor chains) of the contract suite, and scikit-learn's
+    # SGDRegressor alone and after a streaming scaler (the partial_fit fallback)
+    models = {k: v for k, v in streaming_estimators().items() if is_regressor(v)}
+    models["sgd"] = SGDRegressor(random_state=0)
+    models["pipeline-sgd"] = so.make_streaming_pipeline(
+        so.RecursiveStandardScaler(), SGDRegressor(random_state=0)
+    )
+    return models
 
 
 MODELS = _models()
