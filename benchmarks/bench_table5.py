@@ -15,6 +15,13 @@ Every time includes the random-feature map of the rows. Columns:
 
 Run: ``python benchmarks/bench_table5.py`` (``--quick`` stops at D = 2¹⁰; ``--givens`` adds
 the paper's recursion, one row at a time).
+
+``--baseline DIR`` compares with another version instead: ``DIR`` is the ``sklearn_orfit``
+package directory of that version (e.g. from ``git worktree add /tmp/base 12eee65``),
+imported under another name into this process. The chunked and one-row paths of both
+versions are timed alternately (the same feature map, rows and order), round-robin over
+the widths so that a burst of load on a shared machine hits both versions alike; best of
+``--repeat`` (default 15) and the median of the paired ratios are printed.
 """
 
 import argparse
@@ -74,6 +81,65 @@ def bench_width(D, X, y, repeat, rows_sklearn, givens):
     return t_chunk, t_one, t_sk, t_floor, t_givens
 
 
+def import_baseline(path):
+    """The ``sklearn_orfit`` package directory ``path`` of another version, imported as
+    ``sklearn_orfit_baseline`` (its imports of itself are relative)."""
+    import importlib.util
+    import sys
+
+    name = "sklearn_orfit_baseline"
+    spec = importlib.util.spec_from_file_location(
+        name, os.path.join(path, "__init__.py"), submodule_search_locations=[path]
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def compare_with_baseline(baseline, widths, repeat, X, y):
+    """µs per step of the chunked and one-row paths, baseline and now, alternately."""
+    import time
+
+    import sklearn_orfit as current
+
+    versions = {"baseline": baseline, "now": current}
+    Xw, yw, Xs, ys = X[:WARMUP], y[:WARMUP], X[WARMUP:WARMUP + STEPS], y[WARMUP:WARMUP + STEPS]
+    maps = {D: RandomFourierFeatures(D, sigma=1.0, random_state=0).fit(Xw) for D in widths}
+
+    def chunked(pkg, rff):
+        reg = pkg.QREWRLSRegressor(N).fit(rff.transform(Xw), yw)
+        t0 = time.perf_counter()
+        reg.prequential_predict(rff.transform(Xs), ys)
+        return time.perf_counter() - t0
+
+    def one_row(pkg, rff):
+        reg = pkg.QREWRLSRegressor(N).fit(rff.transform(Xw), yw)
+        t0 = time.perf_counter()
+        for xi, yi in zip(Xs, ys):
+            z = rff.transform_one(xi)
+            reg.predict_one(z)
+            reg.learn_one(z, yi)
+        return time.perf_counter() - t0
+
+    times = {(D, path, v): [] for D in widths for path in ("chunked", "one-row") for v in versions}
+    for r in range(repeat):
+        order = list(versions) if r % 2 == 0 else list(versions)[::-1]
+        for D in widths:
+            for path, fn in (("chunked", chunked), ("one-row", one_row)):
+                for v in order:
+                    times[(D, path, v)].append(fn(versions[v], maps[D]) / STEPS * 1e6)
+    rows = []
+    for D in widths:
+        for path in ("chunked", "one-row"):
+            before = np.array(times[(D, path, "baseline")])
+            now = np.array(times[(D, path, "now")])
+            rows.append({"D": D, "path": path, "baseline_us": float(before.min()),
+                         "now_us": float(now.min()), "ratio": float(now.min() / before.min()),
+                         "median_paired_ratio": float(np.median(now / before))})
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="D up to 2**10, fewer repeats")
@@ -81,9 +147,16 @@ def main(argv=None):
     parser.add_argument("--max-width", type=int, default=None, help="largest D to time")
     parser.add_argument("--out", default=OUT if __name__ == "__main__" else None,
                         help="folder of the results' JSON (default benchmarks/out)")
+    parser.add_argument("--baseline", metavar="DIR", default=None,
+                        help="the sklearn_orfit package directory of a version to compare with")
+    parser.add_argument("--widths", default="2,16,64,1024,4096",
+                        help="with --baseline: the widths D to compare (comma-separated)")
+    parser.add_argument("--repeat", type=int, default=15, help="with --baseline: rounds")
     args = parser.parse_args(argv)
     x = make_abo_series(WARMUP + STEPS + N_LAGS + 1, random_state=0)
     X, y = make_lagged(x, N_LAGS)
+    if args.baseline:
+        return main_baseline(args, X, y)
     widths = [2**k for k in range(1, 11 if args.quick else 15)]
     if args.max_width:
         widths = [w for w in widths if w <= args.max_width]
@@ -116,6 +189,31 @@ def main(argv=None):
                 "repeat": repeat, "quick": args.quick, "givens": args.givens,
                 "blas_threads": 1}
     write_results("bench_table5", {"settings": settings, "rows": rows}, args.out,
+                  header=header)
+    return rows
+
+
+def main_baseline(args, X, y):
+    baseline = import_baseline(os.path.abspath(args.baseline))
+    widths = [int(w) for w in args.widths.split(",")]
+    ctx, _ = blas_threads(1)
+    with ctx:
+        header = machine_header()
+        print(header_line(header))
+        print(f"# N={N}, {N_LAGS} lags, {STEPS} predict+update steps; baseline: {args.baseline}; "
+              f"µs per step, best of {args.repeat} alternating rounds")
+        rows = compare_with_baseline(baseline, widths, args.repeat, X, y)
+    print(f"{'D':>6} {'path':>8} {'baseline':>9} {'now':>9} {'ratio':>6} {'median paired':>14}")
+    for r in rows:
+        print(f"{r['D']:>6} {r['path']:>8} {r['baseline_us']:9.1f} {r['now_us']:9.1f} "
+              f"{r['ratio']:6.2f} {r['median_paired_ratio']:14.2f}")
+    worst = max(r["ratio"] for r in rows)
+    print(f"\ntarget: no path slower than the baseline by more than 10 %: worst ratio "
+          f"{worst:.2f} — {'met' if worst <= 1.10 else 'MISSED'}")
+    settings = {"window_size": N, "n_lags": N_LAGS, "n_steps": STEPS, "warmup": WARMUP,
+                "repeat": args.repeat, "baseline": args.baseline, "widths": widths,
+                "blas_threads": 1}
+    write_results("bench_table5_baseline", {"settings": settings, "rows": rows}, args.out,
                   header=header)
     return rows
 

@@ -275,7 +275,8 @@ class BatchSolver:
             n = dnrm2(z)
             if n == np.inf:
                 _norm_overflow()
-            self._one(z / n if n > 0 else z * 0.0, n, y)
+            # (a product with 1/n where 1/n is a normal number: cheaper than a division)
+            self._one(z * (1.0 / n) if 1e-300 < n < 1e300 else (z / n if n > 0 else z * 0.0), n, y)
             beta = self._beta
             # ‖β‖ is not finite when β is not (or when the norm alone overflows: then the
             # entries are checked one by one)
