@@ -22,7 +22,7 @@ import numpy as np
 from scipy.linalg import lapack
 from scipy.linalg.blas import dnrm2
 
-from ._window import OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate_row_norms, normalise_rows
+from ._window import OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate, normalise_rows
 from ._window_solvers import (
     GRAM_KAPPA_MAX, _probes, lstsq_stack, solve_normal_stack,
 )
@@ -46,6 +46,9 @@ class BatchSolver:
     orthogonal_only : bool, default=False
         Send every window to the orthogonal route (``solver="svd"``).
     """
+
+    #: :meth:`update` takes a call of any length (it works in bounded blocks itself)
+    handles_long_calls = True
 
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, orthogonal_only=False):
         self.N, self.D, self.c = window_size, n_features, n_targets
@@ -85,30 +88,42 @@ class BatchSolver:
             Y_pred = (Z @ self._beta) if predict else None
             self._one(Zh[0], s[0], Y[0])
             return Y_pred
-        raw = False
-        if self.dual and not self.orthogonal_only:
-            # the dual route needs the rows' inner products, not the unit rows: when every
-            # norm (new rows and the window's) is moderate, products of the rows as given,
-            # divided by the norms, are as exact (see _block) and save a pass over the call
-            s = moderate_row_norms(Z)
-            raw = s is not None and moderate_row_norms(self.buf.s[:, None]) is not None
-        Zh, s = (Z, s) if raw else normalise_rows(Z)
+        # the dual route needs the rows' inner products, not the unit rows: while every
+        # norm (the new rows' and the window's) is moderate, the products of the rows as
+        # given, divided by the norms, are as exact and save a pass over the call (_block)
+        raw = self.dual and not self.orthogonal_only
         Y_pred = np.empty((Z.shape[0], self.c)) if predict else None
         N, D = self.N, self.D
+        # blocks of rows whose temporaries hold about _BLOCK_NUMBERS numbers (a call of any
+        # length: the estimator hands it over whole); unit rows are a copy of the block
         rows = max(1, _BLOCK_NUMBERS // (N * (N + 1) if self.dual else (D * D + N * D)))
-        for a in range(0, Z.shape[0], rows):
+        if not raw:
+            rows = min(rows, max(1, _BLOCK_NUMBERS // max(D, 1)))
+        a = 0
+        while a < Z.shape[0]:
             b = min(a + rows, Z.shape[0])
-            Yp = self._block(Zh[a:b], s[a:b], Y[a:b], predict=predict, raw=raw)
+            try:
+                Yp = self._block(Z[a:b], Y[a:b], predict=predict, raw=raw)
+            except _NotModerate:
+                # extreme norms: this block, and the rest of the call, on unit rows
+                raw, rows = False, min(rows, max(1, _BLOCK_NUMBERS // max(D, 1)))
+                continue
             if predict:
                 Y_pred[a:b] = Yp
+            a = b
         return Y_pred
 
     # ------------------------------------------------------------------ a block of rows
-    def _block(self, Zn, sn, Yn, *, predict, raw=False):
+    def _block(self, Zn, Yn, *, predict, raw=False):
         """Windows ``j = 0 … b`` of ``E = [window (N rows, zero rows before the stream); new]``.
 
-        ``Zn`` are unit rows, or with ``raw`` (dual route, moderate norms) the rows as given.
+        ``Zn`` are the new rows. Without ``raw`` they are normalised first. With ``raw``
+        (dual route) the band of inner products is computed on the rows as given and
+        divided by the norms; raises :class:`_NotModerate`, before anything is changed,
+        when a norm is not moderate.
         """
+        if not raw:
+            Zn, sn = normalise_rows(Zn)
         N, b = self.N, Zn.shape[0]
         buf = self.buf
         pad_rows = N - buf.n
@@ -117,8 +132,14 @@ class BatchSolver:
         so = np.zeros(N)
         Yo = np.zeros((N, self.c))
         Zo[pad_rows:], so[pad_rows:], Yo[pad_rows:] = buf.Zh[slots], buf.s[slots], buf.Y[slots]
+        band = None
         if raw:
             Zo *= so[:, None]
+            band = _band(Zo, Zn, N)
+            ss = band[N:, 0]  # ‖z‖² of the new rows, from the band
+            if not (moderate(so * so) and moderate(ss)):
+                raise _NotModerate
+            sn = np.sqrt(ss)
         # E = [Zo; Zn] is never formed (a copy of the whole call): rows come from _take
         sE, YE = np.concatenate([so, sn]), np.concatenate([Yo, Yn])
 
@@ -131,6 +152,7 @@ class BatchSolver:
         def rows_of(idx):  # rows of E as given
             R = _take(Zo, Zn, idx)
             return R if raw else R * sE[idx][..., None]
+
         win = np.lib.stride_tricks.sliding_window_view(np.arange(N + b), N)  # (b+1, N) rows of E
         # s_w[j, i], Y_w[j, i]: norm and targets of row i of window j (strided views)
         s_w = np.lib.stride_tricks.sliding_window_view(sE, N)
@@ -142,11 +164,12 @@ class BatchSolver:
         if self.orthogonal_only:
             flagged = np.ones(b + 1, dtype=bool)
         elif self.dual:
-            band = _band(Zo, Zn, N)
             if raw:
                 # ⟨ẑ_r, ẑ_r'⟩ = ⟨z_r, z_r'⟩/(s_r s_r'): the norms are in [1e-100, 1e100], so
                 # the products neither overflow nor lose more than D·1e-108 to underflow
                 band = _unit_band(band, sE, N)
+            else:
+                band = _band(Zo, Zn, N)
             a, flagged = self._dual(band, s_w, Y_w, before_stream, w)
             # ŷ_j = s_j (k̂_j · â_j), k̂_j[i] = ⟨ẑ_new j, row i of window j⟩ = band[N+j, N−i]
             if predict:
@@ -379,6 +402,10 @@ class BatchSolver:
         if not math.isfinite(dnrm2(rhs.ravel())):
             return None
         return _cho_solve_checked(S, rhs, jacobi=not moderate)
+
+
+class _NotModerate(Exception):
+    """A block's norms are too small or too large for the band of the rows as given."""
 
 
 def _spread(ws, s, keep):

@@ -305,8 +305,11 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
             self._checkpoint(X.shape[0])
         # overflow is detected below and reported as an error, not as a warning
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            # long calls in pieces: the solvers' temporaries are O(rows × (N + D))
+            # long calls in pieces: the solvers' temporaries are O(rows × (N + D)) (the
+            # short-window solver bounds its own, and is handed the call whole)
             step = max(1, _CALL_NUMBERS // max(X.shape[1], self.window_size))
+            if getattr(solver, "handles_long_calls", False):
+                step = X.shape[0]
             if X.shape[0] <= step:
                 Y_pred = solver.update(X, Y, predict=predict)
             else:

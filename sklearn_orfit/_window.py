@@ -9,7 +9,7 @@ which is the Jacobi scaling the Gram-based solvers need anyway.
 import numpy as np
 from scipy.linalg.blas import dnrm2
 
-__all__ = ["OVERFLOW_MESSAGE", "WindowBuffer", "moderate_row_norms", "normalise_rows"]
+__all__ = ["OVERFLOW_MESSAGE", "WindowBuffer", "moderate", "normalise_rows"]
 
 OVERFLOW_MESSAGE = (
     "the window's least-squares solution overflowed (non-finite coefficients); rescale X "
@@ -60,17 +60,15 @@ def normalise_rows(Z):
     return Zh, s
 
 
-def moderate_row_norms(Z):
-    """``‖Z[i]‖`` when every non-zero row's norm lies in ``[1e-100, 1e100]``, else ``None``.
+def moderate(ss):
+    """Whether every non-zero squared norm in ``ss`` lies in ``[1e-200, 1e200]``.
 
-    Inner products of such rows neither overflow nor lose more than ``D·1e-108`` of
-    their scale to underflow: divided by the norms they are the unit rows' products.
+    Inner products of rows of such norms neither overflow nor lose more than
+    ``D·1e-108`` of their scale to underflow: divided by the norms they are the unit
+    rows' products.
     """
-    ss = np.einsum("ij,ij->i", Z, Z)
     nonzero = np.where(ss > 0.0, ss, 1.0)
-    if not (nonzero.min(initial=1.0) >= 1e-200 and nonzero.max(initial=1.0) <= 1e200):
-        return None
-    return np.sqrt(ss)
+    return bool(nonzero.min(initial=1.0) >= 1e-200 and nonzero.max(initial=1.0) <= 1e200)
 
 
 def _norm_overflow():
