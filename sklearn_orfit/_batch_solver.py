@@ -286,52 +286,71 @@ class BatchSolver:
             buf.G[p], buf.G[:, p] = G, G
         buf.pos = p
 
-    def learn_one(self, z, y):
+    def learn_one(self, z, y, norm=None):
         """Learn one row; return the new ``β`` (shape ``(D, n_targets)``).
 
         The single-observation path: the update of :meth:`update` for one row with the
-        fewest numpy calls. Raises ``ValueError`` when the row's norm or the solution
-        overflows. The caller makes it all or nothing with :meth:`save_one` and
-        :meth:`restore_one`.
+        fewest numpy calls; ``norm`` is ``‖z‖`` when the caller has it (BLAS ``nrm2``).
+        Raises ``ValueError`` when the row's norm or the solution overflows. The caller
+        makes it all or nothing with :meth:`save_one` and :meth:`restore_one`.
         """
         with np.errstate(all="ignore"):  # overflow is checked below, not warned about
-            n = dnrm2(z)
+            n = dnrm2(z) if norm is None else norm
             if n == np.inf:
                 _norm_overflow()
-            # (a product with 1/n where 1/n is a normal number: cheaper than a division)
-            self._one(z * (1.0 / n) if 1e-300 < n < 1e300 else (z / n if n > 0 else z * 0.0), n, y)
+            # the unit row straight into the slot it takes (save_one has kept the old one);
+            # a product with 1/n where 1/n is a normal number is cheaper than a division
+            row = self.buf.Zh[self.buf.pos]
+            if 1e-300 < n < 1e300:
+                np.multiply(z, 1.0 / n, out=row)
+            elif n > 0:
+                np.divide(z, n, out=row)
+            else:
+                row[:] = 0.0
+            bounded = self._one(row, n, y, written=True)
             beta = self._beta
             # ‖β‖ is not finite when β is not (or when the norm alone overflows: then the
             # entries are checked one by one)
-            v = beta.ravel(order="K")
-            if not math.isfinite(dnrm2(v)) and not np.isfinite(v).all():
-                raise ValueError(OVERFLOW_MESSAGE)
+            if not bounded:
+                v = beta.ravel(order="K")
+                if not math.isfinite(dnrm2(v)) and not np.isfinite(v).all():
+                    raise ValueError(OVERFLOW_MESSAGE)
         return beta
 
-    def _one(self, zh, s, y):
+    def _one(self, zh, s, y, written=False):
         """Learn one row: push it, then solve the new window alone (the lean twin of a
         block of one row: the single-observation path's cost is its number of calls).
 
+        ``written``: ``zh`` is already in the slot the row takes. Returns whether ``β``
+        is known to be finite (``|β_j| ≤ √N ‖â‖`` on the dual route, ``ẑ`` unit rows).
         Called under ``np.errstate(all="ignore")`` (by :meth:`learn_one`, and by
         :meth:`update` through the estimator): overflow is detected, not warned about.
         """
         buf, N = self.buf, self.N
-        buf.push(zh, s, y, None if buf.G is None else buf.Zh @ zh)
+        # (products with the slot's own row are replaced by push: ẑ·ẑ = 1 exactly)
+        buf.push(zh, s, y, None if buf.G is None else buf.Zh @ zh, written=written)
         if self.lam == 1.0 and buf.n == N:
             w = None  # every weight is 1
         else:
             age = (buf.pos - 1 - np.arange(N)) % N  # by slot
             w = np.where(age < buf.n, self.lam ** np.minimum(age, buf.n), 0.0)
-        sol = self._one_dual(w) if self.dual else self._one_primal(w)
+        bounded = False
+        if self.dual:
+            a = self._one_dual(w)
+            sol = None if a is None else buf.Zh.T @ a  # β = Ẑᵀ â
+            bounded = a is not None and dnrm2(a.ravel()) < 1e300
+        else:
+            sol = self._one_primal(w)
         if sol is None:
             Z, Y = buf.raw()
             sw = buf.sqrt_weights(self.lam)
             sol = lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha)[0][0]
             self.n_orthogonal += 1
         self._beta = sol
+        return bounded
 
     def _one_dual(self, w):
-        """``(K̂ + diag(α/(w s²))) â = y/s`` over the ring's slots; ``β = Ẑᵀ â``."""
+        """``â``: ``(K̂ + diag(α/(w s²))) â = y/s`` over the ring's slots (``β = Ẑᵀ â``)."""
         buf = self.buf
         s = buf.s
         S = buf.G.copy()
@@ -341,8 +360,7 @@ class BatchSolver:
                 # the common case (a full window of non-zero rows, λ = 1, no ridge): no row
                 # to decouple, and the spread of s² (below) is max/min
                 q = s.max() / lo
-                a = _cho_solve_checked(S, buf.Y / s[:, None], spread=float(q * q), jacobi=False)
-                return None if a is None else buf.Zh.T @ a
+                return _cho_solve_checked(S, buf.Y / s[:, None], spread=float(q * q), jacobi=False)
         # rows that carry nothing are decoupled (â = 0, exactly what the pseudo-inverse
         # does with a zero row): empty slots, zero rows, and with a ridge negligible rows
         dec = (s == 0) if w is None else (w == 0) | (s == 0)
@@ -368,10 +386,9 @@ class BatchSolver:
                 spread = float(q * q)  # inf when it overflows (or NaN for an all-zero window)
             else:
                 spread = float(_spread(w * s, s, ~dec))
-        a = _cho_solve_checked(
+        return _cho_solve_checked(
             S, rhs, pad=dec if any_dec else None, spread=spread, jacobi=bool(self.alpha)
         )
-        return None if a is None else buf.Zh.T @ a
 
     def _one_primal(self, w):
         """The weighted normal equations of the ring's rows (scaled as :meth:`_primal`)."""

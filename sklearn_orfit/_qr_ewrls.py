@@ -213,13 +213,13 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         with stream_lock(self):
             if self._stream_param_values != self._solver_params():
                 check_stream_params(self)
-            x = check_one_row(x, n_features=self.n_features_in_)
+            x, norm = check_one_row(x, n_features=self.n_features_in_, return_norm=True)
             yv = check_one_target(y, n_targets=self._n_targets)
             if needs_private(solver.buf.Zh):  # loaded with mmap_mode="r" or "r+" (Zh: the largest)
                 make_private(solver)
             record = solver.save_one()
             try:
-                beta = solver.learn_one(x, yv)
+                beta = solver.learn_one(x, yv, norm=norm)
                 # commit, in one statement (β is replaced, never written into: no copy)
                 self.__dict__.update(
                     coef_=beta[:, 0] if self._n_targets is None else beta,

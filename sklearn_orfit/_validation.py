@@ -8,13 +8,13 @@ import math
 import numbers
 
 import numpy as np
-from scipy.linalg.blas import dnrm2
+from scipy.linalg.blas import ddot, dnrm2
 from sklearn.exceptions import NotFittedError
 
 __all__ = ["check_fitted_fast", "check_numeric", "check_one_row", "check_one_target"]
 
 
-def check_one_row(x, *, n_features, dtype=np.float64):
+def check_one_row(x, *, n_features, dtype=np.float64, return_norm=False):
     """Cheap checks for the single-observation path.
 
     Parameters
@@ -25,11 +25,16 @@ def check_one_row(x, *, n_features, dtype=np.float64):
         The number of features seen by the first call.
     dtype : numpy dtype, default=np.float64
         The dtype the row is converted to.
+    return_norm : bool, default=False
+        Also return the row's Euclidean norm (the finiteness check computes it).
 
     Returns
     -------
     x : ndarray of shape (n_features,)
         A contiguous row of ``dtype``.
+    norm : float
+        ``‖x‖`` (BLAS ``nrm2``; ``inf`` when the norm of finite entries overflows).
+        Only with ``return_norm=True``.
 
     Raises
     ------
@@ -54,11 +59,18 @@ def check_one_row(x, *, n_features, dtype=np.float64):
             f"x has shape {x.shape} but this estimator expects one row of "
             f"{n_features} features."
         )
-    # NaN and ±inf make the norm non-finite (BLAS nrm2 scales: it overflows only when
-    # the norm itself exceeds the float64 range; then the entries are checked one by one)
-    if not math.isfinite(dnrm2(x)) and not np.isfinite(x).all():
-        raise ValueError("x contains NaN or infinity.")
-    return x
+    # NaN and ±inf make the norm non-finite. ‖x‖² by BLAS ddot where it neither overflows
+    # nor loses more than D·1e-58 of itself to underflowing squares; otherwise BLAS nrm2,
+    # which scales (it overflows only when the norm itself exceeds the float64 range: then
+    # the entries are checked one by one)
+    ss = ddot(x, x) if x.shape[0] else 0.0
+    if 1e-250 < ss < 1e290:
+        norm = math.sqrt(ss)
+    else:
+        norm = dnrm2(x)
+        if not math.isfinite(norm) and not np.isfinite(x).all():
+            raise ValueError("x contains NaN or infinity.")
+    return (x, norm) if return_norm else x
 
 
 def check_one_target(y, *, n_targets):

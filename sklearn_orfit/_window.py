@@ -123,10 +123,15 @@ class WindowBuffer:
         """Slots of the held rows, oldest first."""
         return (self.pos - self.n + np.arange(self.n)) % self.N
 
-    def push(self, zh, s, y, k=None):
-        """Write one row; ``k`` are its products with every slot (``ẑ·Zh[slot]``)."""
+    def push(self, zh, s, y, k=None, written=False):
+        """Write one row; ``k`` are its products with every slot (``ẑ·Zh[slot]``).
+
+        ``written``: the unit row is already in its slot (the single-observation path
+        normalises it there).
+        """
         p = self.pos
-        self.Zh[p] = zh
+        if not written:
+            self.Zh[p] = zh
         self.s[p] = s
         self.Y[p] = y
         if self.G is not None:
