@@ -251,6 +251,24 @@ def test_givens_window_invariants(D, lam):
         np.testing.assert_allclose(g.beta, Rp @ eta, atol=1e-9 * max(1, np.abs(g.beta).max()))
 
 
+@pytest.mark.parametrize("seed, D, lam", [(420, 22, 1.0), (448, 24, 0.97), (706, 24, 0.97)])
+def test_givens_at_the_interpolation_threshold_stays_within_its_bound(seed, D, lam):
+    # streams at D = N where the probe of R R⁺ R = R alone let the pseudo-inverse drift
+    # unseen (it sees R⁺ only through R, blind along R's small singular values): the
+    # predictions were 9.1e-12·κ, 2.6e-12·κ and 2.2e-12·κ off lstsq; the probe of
+    # R⁺ R R⁺ = R⁺ refreshes R⁺ in time (measured worst over 1,000 such streams: 3e-14·κ)
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+
+    rng = np.random.default_rng(seed)
+    rng.integers(18, 26)  # (the draw of D that made the stream)
+    Z, y = rng.normal(size=(45, D)), rng.normal(size=45)
+    p = prequential_predict(QREWRLSRegressor(D, forgetting_factor=lam, solver="givens"), Z, y)
+    o, kappa, _ = prequential_oracle(Z, y, window_size=D, forgetting_factor=lam, alpha=0.0)
+    scale = max(1.0, np.abs(o).max())
+    assert kappa.max() > 1e4  # the threshold's ill-conditioned windows are there
+    assert np.all(np.abs(p - o[:, 0]) <= 1e-12 * np.maximum(kappa, 1.0) * scale)
+
+
 @pytest.mark.parametrize("orientation, D", [("columns", 15), ("rows", 4)])
 def test_sliding_qr_with_a_ridge_factorises_the_augmented_window(orientation, D):
     # invariant: Q R = [Ãᵀ; √α E] (columns; E the ring slots) or [Ã; √α I] (rows), and the
