@@ -195,8 +195,10 @@ class BatchSolver:
                 if chunk[-1] == b:
                     beta = bts[-1]
             self.n_orthogonal += int(idx.size)
-        self._beta = beta
         # commit: the window is the last N rows of E
+        # invariant: buf holds the window's unit rows, norms and targets (G = Ẑ Ẑᵀ on the
+        # dual route) and _beta = pinv(W½ Z) W½ Y of it (ridge: its regularised solution)
+        self._beta = beta
         n_keep = min(N, buf.n + b)
         keep = np.arange(N + b - n_keep, N + b)
         buf.load(unit_rows(keep), sE[keep], YE[keep], gram=None if K_last is None else K_last[-n_keep:, -n_keep:])
