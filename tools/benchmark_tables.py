@@ -130,6 +130,56 @@ def ensemble_accuracy(key):
     return table
 
 
+def window_scaling(doc):
+    res = doc["results"]
+    rows = []
+    for r in res["rows"]:
+        route = r["route"] + (f" ({r['orthogonal_windows']} orthogonal)"
+                              if r["orthogonal_windows"] else "")
+        rows.append([r["model"], r["D"] or "—", r["N"], num(r["us_per_update"], ".0f"),
+                     num(r.get("us_per_update_median", r["us_per_update"]), ".0f"),
+                     num(r["floor_us"], ".0f"), num(r["ratio"], ".2f"),
+                     num(r["peak_rss_mb"], ".0f"), route])
+    table = markdown(["model", "D", "N", "µs/update (best)", "median", "floor µs", "× floor",
+                      "peak MB", "route"], "lrrrrrrrl", rows)
+    lines = [f"* log-log slope `{k}`: {num(v, '.2f')}" for k, v in res["summary"].items()]
+    for t in res["targets"]:
+        v, b = t["value"], t["bound"]
+        verdict = "met" if v is not None and v <= b else (
+            "not run" if v is None else f"**missed** by {v / b:.2f}×")
+        lines.append(f"* target {t['target']}: {num(v, '.2f')} — {verdict}")
+    m = res.get("memory")
+    if m:
+        lines.append(f"* memory, {m['check']}: {m['seconds']:.1f} s, peak RSS "
+                     f"{m['peak_rss_mb']:.0f} MB (before the fit {m['rss_before_fit_mb']:.0f} "
+                     f"MB); target < 1024 MB — {'met' if m['peak_rss_mb'] < 1024 else '**missed**'}")
+    return table + "\n\n" + "\n".join(lines)
+
+
+def table5(doc):
+    rows = []
+    for r in doc["results"]["rows"]:
+        rows.append([r["D"], num(r["chunked_ms"], ".2f"), num(r["one_row_ms"], ".2f"),
+                     num(r["sklearn_ms"], ".1f"), num(r["cpp_ms"], ".2f"),
+                     num(r["cpp_ms"] / r["chunked_ms"], ".1f"),
+                     num(r["chunked_ms"] / r["floor_ms"], ".2f"), num(r["floor_ms"], ".2f"),
+                     num(r["givens_ms"], ".1f")])
+    return markdown(["D", "chunked", "one-row", "sklearn", "C++", "C++/chunked",
+                     "chunked/floor", "floor", "givens"], "rrrrrrrrr", rows)
+
+
+def table5_baseline(doc):
+    rows = [[r["D"], r["path"], num(r["baseline_us"], ".1f"), num(r["now_us"], ".1f"),
+             num(r["ratio"], ".2f"), num(r["median_paired_ratio"], ".2f")]
+            for r in doc["results"]["rows"]]
+    worst = max(r["ratio"] for r in doc["results"]["rows"])
+    s = doc["results"]["settings"]
+    return (markdown(["D", "path", "baseline µs/step", "now µs/step", "ratio (best/best)",
+                      "median paired ratio"], "rlrrrr", rows)
+            + f"\n\nBaseline `{s['baseline']}`, best of {s['repeat']} alternating rounds; "
+              f"worst ratio {worst:.2f} (target ≤ 1.10 — {'met' if worst <= 1.10 else '**missed**'}).")
+
+
 # name in the README marker → (JSON file under benchmarks/out, renderer)
 TABLES = {
     "stability": ("bench_stability.json", stability),
@@ -139,6 +189,9 @@ TABLES = {
     "ensemble_accuracy_abo": ("bench_ensemble.json", ensemble_accuracy("accuracy_abo")),
     "ensemble_accuracy_electricity": ("bench_ensemble.json",
                                       ensemble_accuracy("accuracy_electricity")),
+    "window_scaling": ("bench_window_scaling.json", window_scaling),
+    "table5": ("bench_table5.json", table5),
+    "table5_baseline": ("bench_table5_baseline.json", table5_baseline),
 }
 
 
