@@ -22,7 +22,9 @@ import numpy as np
 from scipy.linalg import lapack
 from scipy.linalg.blas import dnrm2
 
-from ._window import OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate, normalise_rows
+from ._window import (
+    OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate, moderate_squared, normalise_rows,
+)
 from ._window_solvers import (
     GRAM_KAPPA_MAX, _probes, lstsq_stack, solve_normal_stack,
 )
@@ -137,7 +139,7 @@ class BatchSolver:
             Zo *= so[:, None]
             band = _band(Zo, Zn, N)
             ss = band[N:, 0]  # ‖z‖² of the new rows, from the band
-            if not (moderate(so * so) and moderate(ss)):
+            if not (moderate(so) and moderate_squared(ss, Zn)):
                 raise _NotModerate
             sn = np.sqrt(ss)
         # E = [Zo; Zn] is never formed (a copy of the whole call): rows come from _take

@@ -9,7 +9,7 @@ which is the Jacobi scaling the Gram-based solvers need anyway.
 import numpy as np
 from scipy.linalg.blas import dnrm2
 
-__all__ = ["OVERFLOW_MESSAGE", "WindowBuffer", "moderate", "normalise_rows"]
+__all__ = ["OVERFLOW_MESSAGE", "WindowBuffer", "moderate", "moderate_squared", "normalise_rows"]
 
 OVERFLOW_MESSAGE = (
     "the window's least-squares solution overflowed (non-finite coefficients); rescale X "
@@ -60,15 +60,27 @@ def normalise_rows(Z):
     return Zh, s
 
 
-def moderate(ss):
-    """Whether every non-zero squared norm in ``ss`` lies in ``[1e-200, 1e200]``.
+def moderate(s):
+    """Whether every norm in ``s`` is ``0`` or lies in ``[1e-100, 1e100]``.
 
-    Inner products of rows of such norms neither overflow nor lose more than
-    ``D·1e-108`` of their scale to underflow: divided by the norms they are the unit
-    rows' products.
+    ``s`` are exact norms (a ``0`` is a zero row; see :func:`normalise_rows`). Inner
+    products of rows of such norms neither overflow nor lose more than ``D·1e-108`` of
+    their scale to underflow: divided by the norms they are the unit rows' products.
+    A squared norm computed from the rows is no such ``s``: the squares of a row of norm
+    ``1e-170`` underflow to ``0`` (see :func:`moderate_squared`).
     """
-    nonzero = np.where(ss > 0.0, ss, 1.0)
-    return bool(nonzero.min(initial=1.0) >= 1e-200 and nonzero.max(initial=1.0) <= 1e200)
+    nonzero = np.where(s > 0.0, s, 1.0)
+    return bool(nonzero.min(initial=1.0) >= 1e-100 and nonzero.max(initial=1.0) <= 1e100)
+
+
+def moderate_squared(ss, rows):
+    """Whether the squared norms ``ss = ‖rows[i]‖²`` (computed from ``rows``) all lie in
+    ``[1e-200, 1e200]``, a ``0`` only for a row that is zero (not one whose squares
+    underflowed)."""
+    zero = ss == 0.0
+    if zero.any() and rows[zero].any():
+        return False
+    return moderate(np.sqrt(ss))
 
 
 def _norm_overflow():

@@ -251,6 +251,38 @@ def test_single_row_path_rejects_bad_rows():
     assert np.array_equal(reg.coef_, coef)
 
 
+@pytest.mark.parametrize("scale", [0.0, 1e-300, 1e-160, 1e-130, 1.0, 1e140, 1e160, 1e300])
+def test_single_row_norm_from_the_finiteness_check(scale):
+    # learn_one takes the row's norm from check_one_row: BLAS ddot where ‖x‖² is in range,
+    # nrm2 (which scales) elsewhere; both must give the norm, and β the oracle's answer
+    from sklearn_orfit._validation import check_one_row
+
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=7) * scale
+    _, norm = check_one_row(x, n_features=7, return_norm=True)
+    expected = scale * np.linalg.norm(x / scale) if scale else 0.0
+    assert norm == pytest.approx(expected, rel=8 * EPS, abs=0.0)
+    # a short window (the one-row dual path, D ≥ N) and a long one (D < N)
+    for N in (5, 10):
+        Z, y = rng.normal(size=(12, 7)) * (scale or 1.0), rng.normal(size=12)
+        Z[-1] = x
+        reg = QREWRLSRegressor(N).fit(Z[:-1], y[:-1])
+        reg.learn_one(Z[-1], y[-1])
+        beta, kappa = window_lstsq(Z, y[:, None], 12, window_size=N, forgetting_factor=1.0, alpha=0.0)
+        bound = 100 * EPS * kappa * np.abs(beta).max()
+        assert np.all(np.abs(reg.coef_ - beta[:, 0]) <= bound)
+
+
+def test_single_row_norm_that_overflows_is_a_clear_error():
+    # finite entries whose norm exceeds the float64 range (‖x‖ ≈ 2.6e308): not "NaN or
+    # infinity", but the overflow message, and the model is unchanged
+    reg = QREWRLSRegressor(4).fit(np.ones((6, 3)), np.ones(6))
+    before = pickle.dumps(reg)
+    with pytest.raises(ValueError, match="norm exceeds"):
+        reg.learn_one(np.array([1.5e308, 1.5e308, 1.5e308]), 1.0)
+    assert pickle.dumps(reg) == before
+
+
 def test_window_larger_than_stream_and_window_of_one():
     rng = np.random.default_rng(3)
     Z, y = rng.normal(size=(15, 6)), rng.normal(size=15)
@@ -356,11 +388,20 @@ def test_forgetting_factor_close_to_zero_long_window_auto(D):
 @pytest.mark.parametrize("scale", [1e-300, 1e-160, 1e-100, 1e100, 1e160, 1e300])
 def test_every_scale_is_exact(scale, D, window, solver):
     # rows of norm ≈ 1e-160 once sent the default solver off by 0.4 (a subnormal s²)
+    # The stream goes in one call, then calls of 7 rows, then row by row: each path must
+    # continue from the window the one before left (a short-window call once stored
+    # rows of norm ≤ 1e-100 with norm 0, whose squares had underflowed: exact within the
+    # call, 0.97 off from the next call on)
     rng = np.random.default_rng(13)
     Z = rng.normal(size=(120, D)) * (scale / np.sqrt(D))
     y = rng.normal(size=120)
     reg = QREWRLSRegressor(window, solver=solver)
-    y_pred = prequential_predict(reg, Z, y)
+    parts = [prequential_predict(reg, Z[:60], y[:60])]
+    parts += [prequential_predict(reg, Z[a : a + 7], y[a : a + 7]) for a in range(60, 102, 7)]
+    for t in range(102, 120):
+        parts.append([reg.predict_one(Z[t])])
+        reg.learn_one(Z[t], y[t])
+    y_pred = np.concatenate(parts)
     o_pred, kappa, o_beta = prequential_oracle(Z, y, window_size=window, forgetting_factor=1.0, alpha=0)
     assert_matches_oracle(y_pred, o_pred, kappa, solver)
     np.testing.assert_allclose(reg.coef_, o_beta[:, 0], rtol=0, atol=1e-9 * np.abs(o_beta).max())
