@@ -114,7 +114,7 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
     Notes
     -----
     Cost of ``"auto"`` per row, with ``b`` rows per block (``b ≈ 0.64 N^¾`` on the dual
-    route, ``b ≈ 2√D`` on the primal one):
+    route, ``b ≈ 3√D`` on the primal one):
 
     * dual (``D ≥ N``): the new row's products with the window (``N·D``, as matrix
       products over the rows of a call), two triangular solves with the core factor

@@ -323,6 +323,34 @@ def test_dual_refinement_route_matches_oracle(lam, alpha):
     np.testing.assert_allclose(solver.coef(), o_beta, atol=max(1e-9, 100 * EPS * kappa[-1]) * np.abs(o_beta).max())
 
 
+@pytest.mark.parametrize("lam", [1.0, 0.9])
+def test_primal_window_gram_invariant(lam):
+    # invariant (_WindowGram): at a block's start e^L·M = Σ_window λ^age s² ẑẑᵀ and
+    # e^L·rhs = Σ_window λ^age s y ẑ; the block's M_A is M without the rows that leave
+    # during it — which is where the next block's M starts from
+    N, D, b, T = 30, 6, 5, 200
+    Z, y = stream("graded", T, D, seed=12)
+    solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=0.0, block_size=b)
+    for a in range(0, T, b):
+        solver.update(Z[a : a + b], y[a : a + b, None], predict=False)
+        blk, gram, buf = solver._block(), solver.gram, solver.buf  # a new block starts
+        slots = buf.slots()
+        age = np.arange(buf.n - 1, -1, -1)
+        zs = Z[a + b - buf.n : a + b]
+        ys = y[a + b - buf.n : a + b]
+        M = (zs * (lam**age)[:, None]).T @ zs
+        rhs = zs.T @ ((lam**age) * ys)
+        scale = np.exp(gram.L)
+        # rounding relative to the sums of absolute values (what cancels is not exact)
+        tol_M = 1e-13 * (np.abs(zs).T @ np.abs(zs)).max()
+        np.testing.assert_allclose(scale * gram.M, M, rtol=0, atol=tol_M)
+        np.testing.assert_allclose(scale * gram.rhs[:, 0], rhs, rtol=0, atol=1e-13 * (np.abs(zs).T @ np.abs(ys)).max())
+        keep = age < N - blk.ell  # the rows that stay for the whole block
+        M_A = (zs[keep] * (lam**age[keep])[:, None]).T @ zs[keep]
+        np.testing.assert_allclose(scale * blk.M_A, M_A, rtol=0, atol=tol_M)
+        assert np.array_equal(buf.s[slots] > 0, np.linalg.norm(zs, axis=1) > 0)
+
+
 @pytest.mark.parametrize("lam", [0.9, 0.5])
 @pytest.mark.parametrize("kind", ["generic_1e150", "graded_columns"])
 def test_primal_core_condition_is_checked(kind, lam):
