@@ -90,10 +90,10 @@ class BatchSolver:
             Y_pred = (Z @ self._beta) if predict else None
             self._one(Zh[0], s[0], Y[0])
             return Y_pred
-        # the dual route needs the rows' inner products, not the unit rows: while every
-        # norm (the new rows' and the window's) is moderate, the products of the rows as
-        # given, divided by the norms, are as exact and save a pass over the call (_block)
-        raw = self.dual and not self.orthogonal_only
+        # while every norm (the new rows' and the window's) and weight is moderate, the
+        # products of the rows as given (divided by the norms on the dual route) are as
+        # exact as the unit rows' and save a pass over the call (_block)
+        raw = not self.orthogonal_only
         Y_pred = np.empty((Z.shape[0], self.c)) if predict else None
         N, D = self.N, self.D
         # blocks of rows whose temporaries hold about _BLOCK_NUMBERS numbers (a call of any
@@ -120,9 +120,10 @@ class BatchSolver:
         """Windows ``j = 0 … b`` of ``E = [window (N rows, zero rows before the stream); new]``.
 
         ``Zn`` are the new rows. Without ``raw`` they are normalised first. With ``raw``
-        (dual route) the band of inner products is computed on the rows as given and
-        divided by the norms; raises :class:`_NotModerate`, before anything is changed,
-        when a norm is not moderate.
+        the rows as given are used: on the dual route the band of their inner products,
+        divided by the norms; on the primal route their weighted normal equations. Raises
+        :class:`_NotModerate`, before anything is changed, when a norm (or, on the primal
+        route, a weight) is not moderate.
         """
         if not raw:
             Zn, sn = normalise_rows(Zn)
@@ -135,12 +136,20 @@ class BatchSolver:
         Yo = np.zeros((N, self.c))
         Zo[pad_rows:], so[pad_rows:], Yo[pad_rows:] = buf.Zh[slots], buf.s[slots], buf.Y[slots]
         band = None
-        if raw:
+        if raw and self.dual:
             Zo *= so[:, None]
             band = _band(Zo, Zn, N)
             ss = band[N:, 0]  # ‖z‖² of the new rows, from the band
             if not (moderate(so) and moderate_squared(ss, Zn)):
                 raise _NotModerate
+            sn = np.sqrt(ss)
+        elif raw:
+            # norms in [1e-50, 1e50] and weights ≥ 1e-50: w z zᵀ neither overflows nor
+            # loses a row to underflow (the bound of _primal's moderate case)
+            ss = np.einsum("ij,ij->i", Zn, Zn)
+            if not (self.sw[0] ** 2 >= 1e-50 and moderate(so, 1e50) and moderate_squared(ss, Zn, 1e50)):
+                raise _NotModerate
+            Zo *= so[:, None]
             sn = np.sqrt(ss)
         # E = [Zo; Zn] is never formed (a copy of the whole call): rows come from _take
         sE, YE = np.concatenate([so, sn]), np.concatenate([Yo, Yn])
@@ -181,9 +190,9 @@ class BatchSolver:
         else:
             # D < N ≤ 32: the stacked rows are small; window j is a strided view of them
             Ew = np.lib.stride_tricks.sliding_window_view(np.concatenate([Zo, Zn]), N, axis=0)
-            betas, flagged = self._primal(Ew, s_w, Y_w, w, sE)
+            betas, flagged = self._primal(Ew, s_w, Y_w, w, sE, raw=raw)
             if predict:
-                Y_pred[:] = np.einsum("jd,jdc->jc", Zn * sn[:, None], betas[:b])
+                Y_pred[:] = np.einsum("jd,jdc->jc", Zn if raw else Zn * sn[:, None], betas[:b])
             beta = betas[b]
         idx = np.flatnonzero(flagged)
         if idx.size:
@@ -232,9 +241,25 @@ class BatchSolver:
             kappa = kappa * _spread(w[None, :] * s_w, s_w, ~dec)
         return a, ~(kappa <= GRAM_KAPPA_MAX)
 
-    def _primal(self, Ew, s_w, Y_w, w, sE):
+    def _primal(self, Ew, s_w, Y_w, w, sE, raw=False):
         """``D < N``: the weighted normal equations of every window (``Ew``: the windows'
-        unit rows, shape ``(b+1, D, N)``; ``sE``: the norms of all the rows)."""
+        unit rows, shape ``(b+1, D, N)``, or with ``raw`` their rows as given, whose norms
+        and weights the caller has checked are moderate; ``sE``: the norms of all the rows)."""
+        if raw:
+            # S = Σ w z zᵀ,  rhs = Σ w z y: one weight per position, shared by the windows
+            S = (Ew * w[None, None, :]) @ np.swapaxes(Ew, 1, 2)
+            if self.alpha:
+                d = np.arange(self.D)
+                S[:, d, d] += self.alpha
+            with np.errstate(over="ignore", invalid="ignore"):  # a huge target: caught below
+                rhs = Ew @ (w[None, :, None] * Y_w)
+            bad = None if np.isfinite(rhs).all() else ~np.isfinite(rhs).all(axis=(1, 2))
+            if bad is not None:
+                S[bad], rhs[bad] = 0.0, 0.0
+            beta, kappa = solve_normal_stack(S, rhs, jacobi=False)
+            if bad is not None:
+                kappa[bad] = np.inf
+            return beta, ~(kappa <= GRAM_KAPPA_MAX)
         nonzero = np.where(sE > 0, sE, 1.0)
         # (sw[0]² = λ^(N−1): the smallest weight)
         moderate = self.sw[0] ** 2 >= 1e-50 and 1e-50 <= nonzero.min() and nonzero.max() <= 1e50

@@ -60,8 +60,9 @@ def normalise_rows(Z):
     return Zh, s
 
 
-def moderate(s):
-    """Whether every norm in ``s`` is ``0`` or lies in ``[1e-100, 1e100]``.
+def moderate(s, bound=1e100):
+    """Whether every norm in ``s`` is ``0`` or lies in ``[1/bound, bound]`` (default
+    ``[1e-100, 1e100]``).
 
     ``s`` are exact norms (a ``0`` is a zero row; see :func:`normalise_rows`). Inner
     products of rows of such norms neither overflow nor lose more than ``D·1e-108`` of
@@ -70,17 +71,17 @@ def moderate(s):
     ``1e-170`` underflow to ``0`` (see :func:`moderate_squared`).
     """
     nonzero = np.where(s > 0.0, s, 1.0)
-    return bool(nonzero.min(initial=1.0) >= 1e-100 and nonzero.max(initial=1.0) <= 1e100)
+    return bool(nonzero.min(initial=1.0) >= 1.0 / bound and nonzero.max(initial=1.0) <= bound)
 
 
-def moderate_squared(ss, rows):
+def moderate_squared(ss, rows, bound=1e100):
     """Whether the squared norms ``ss = ‖rows[i]‖²`` (computed from ``rows``) all lie in
-    ``[1e-200, 1e200]``, a ``0`` only for a row that is zero (not one whose squares
+    ``[1/bound², bound²]``, a ``0`` only for a row that is zero (not one whose squares
     underflowed)."""
     zero = ss == 0.0
     if zero.any() and rows[zero].any():
         return False
-    return moderate(np.sqrt(ss))
+    return moderate(np.sqrt(ss), bound)
 
 
 def _norm_overflow():
