@@ -34,6 +34,9 @@ __all__ = ["BatchSolver"]
 # numbers held by the temporary stacks of one block (≈ 32 MB)
 _BLOCK_NUMBERS = 2**22
 _SHIFT_MAX = 1e200
+# primal normal equations without rescaling while norms lie in [1e-50, 1e50] and weights
+# are at least 1e-50: ω = w s² then lies in [1e-150, 1e100]
+_PRIMAL_RANGE = 1e50
 
 
 class BatchSolver:
@@ -145,9 +148,9 @@ class BatchSolver:
             sn = np.sqrt(ss)
         elif raw:
             # norms in [1e-50, 1e50] and weights ≥ 1e-50: w z zᵀ neither overflows nor
-            # loses a row to underflow (the bound of _primal's moderate case)
+            # loses a row to underflow (_primal's unscaled case, _primal_unscaled)
             ss = np.einsum("ij,ij->i", Zn, Zn)
-            if not (self.sw[0] ** 2 >= 1e-50 and moderate(so, 1e50) and moderate_squared(ss, Zn, 1e50)):
+            if not self._primal_unscaled(moderate(so, _PRIMAL_RANGE) and moderate_squared(ss, Zn, _PRIMAL_RANGE)):
                 raise _NotModerate
             Zo *= so[:, None]
             sn = np.sqrt(ss)
@@ -245,35 +248,22 @@ class BatchSolver:
         """``D < N``: the weighted normal equations of every window (``Ew``: the windows'
         unit rows, shape ``(b+1, D, N)``, or with ``raw`` their rows as given, whose norms
         and weights the caller has checked are moderate; ``sE``: the norms of all the rows)."""
-        if raw:
-            # S = Σ w z zᵀ,  rhs = Σ w z y: one weight per position, shared by the windows
-            S = (Ew * w[None, None, :]) @ np.swapaxes(Ew, 1, 2)
-            if self.alpha:
-                d = np.arange(self.D)
-                S[:, d, d] += self.alpha
-            with np.errstate(over="ignore", invalid="ignore"):  # a huge target: caught below
-                rhs = Ew @ (w[None, :, None] * Y_w)
-            bad = None if np.isfinite(rhs).all() else ~np.isfinite(rhs).all(axis=(1, 2))
-            if bad is not None:
-                S[bad], rhs[bad] = 0.0, 0.0
-            beta, kappa = solve_normal_stack(S, rhs, jacobi=False)
-            if bad is not None:
-                kappa[bad] = np.inf
-            return beta, ~(kappa <= GRAM_KAPPA_MAX)
-        nonzero = np.where(sE > 0, sE, 1.0)
-        # (sw[0]² = λ^(N−1): the smallest weight)
-        moderate = self.sw[0] ** 2 >= 1e-50 and 1e-50 <= nonzero.min() and nonzero.max() <= 1e50
-        if moderate:
+        unscaled = raw or self._primal_unscaled(moderate(sE, _PRIMAL_RANGE))
+        if unscaled:
             # norms and weights in a moderate range (the common case): ω = w s² lies in
             # [1e-150, 1e100], so S = Σ ω ẑẑᵀ neither overflows nor loses rows to
-            # underflow, and the estimate of κ(S) needs no Jacobi scaling
-            om = w[None, :] * s_w * s_w
+            # underflow, and the estimate of κ(S) needs no Jacobi scaling. Rows as given
+            # carry their norms: then ω = w and w s → w, one weight per window position
+            if raw:
+                om = cy = w[None, :]
+            else:
+                om, cy = w[None, :] * s_w * s_w, w[None, :] * s_w
             S = (Ew * om[:, None, :]) @ np.swapaxes(Ew, 1, 2)
             if self.alpha:
                 d = np.arange(self.D)
                 S[:, d, d] += self.alpha
             with np.errstate(over="ignore", invalid="ignore"):  # a huge target: caught below
-                rhs = Ew @ ((w[None, :] * s_w)[:, :, None] * Y_w)
+                rhs = Ew @ (cy[:, :, None] * Y_w)
             bad = None if np.isfinite(rhs).all() else ~np.isfinite(rhs).all(axis=(1, 2))
         else:
             # ω = w s²/ω_max and w s/ω_max, with s divided by its largest value first: the
@@ -292,10 +282,16 @@ class BatchSolver:
             bad = ~np.isfinite(S).all(axis=(1, 2)) | ~np.isfinite(rhs).all(axis=(1, 2))
         if bad is not None:
             S[bad], rhs[bad] = 0.0, 0.0
-        beta, kappa = solve_normal_stack(S, rhs, jacobi=not moderate)
+        beta, kappa = solve_normal_stack(S, rhs, jacobi=not unscaled)
         if bad is not None:
             kappa[bad] = np.inf
         return beta, ~(kappa <= GRAM_KAPPA_MAX)
+
+    def _primal_unscaled(self, norms_moderate):
+        """Whether the primal normal equations may be formed without rescaling: every
+        norm in ``[1/_PRIMAL_RANGE, _PRIMAL_RANGE]`` (``norms_moderate``) and every
+        weight at least ``1/_PRIMAL_RANGE`` (``sw[0]² = λ^(N−1)``, the smallest)."""
+        return bool(norms_moderate and self.sw[0] ** 2 >= 1.0 / _PRIMAL_RANGE)
 
     # ------------------------------------------------------------------ one row
     def save_one(self):
@@ -319,7 +315,8 @@ class BatchSolver:
         """Learn one row; return the new ``β`` (shape ``(D, n_targets)``).
 
         The single-observation path: the update of :meth:`update` for one row with the
-        fewest numpy calls; ``norm`` is ``‖z‖`` when the caller has it (BLAS ``nrm2``).
+        fewest numpy calls; ``norm`` is ``‖z‖`` when the caller has it (from
+        :func:`check_one_row`).
         Raises ``ValueError`` when the row's norm or the solution overflows. The caller
         makes it all or nothing with :meth:`save_one` and :meth:`restore_one`.
         """

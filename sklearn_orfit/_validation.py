@@ -33,7 +33,8 @@ def check_one_row(x, *, n_features, dtype=np.float64, return_norm=False):
     x : ndarray of shape (n_features,)
         A contiguous row of ``dtype``.
     norm : float
-        ``‖x‖`` (BLAS ``nrm2``; ``inf`` when the norm of finite entries overflows).
+        ``‖x‖`` (from BLAS ``ddot`` where its square is in range, else ``nrm2``; ``inf``
+        when the norm of finite entries overflows).
         Only with ``return_norm=True``.
 
     Raises
