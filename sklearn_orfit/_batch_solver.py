@@ -25,9 +25,7 @@ from scipy.linalg.blas import dnrm2
 from ._window import (
     OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate, moderate_squared, normalise_rows,
 )
-from ._window_solvers import (
-    GRAM_KAPPA_MAX, _probes, lstsq_stack, solve_normal_stack,
-)
+from ._kernels import GRAM_KAPPA_MAX, lstsq_stack, probes, solve_normal_stack
 
 __all__ = ["BatchSolver"]
 
@@ -572,6 +570,6 @@ def _probe_columns(n, c):
     template = _PROBE_COLUMNS.get((n, c))
     if template is None:
         template = np.zeros((n, c + 2), order="F")
-        template[:, c:] = _probes(n)
+        template[:, c:] = probes(n)
         _PROBE_COLUMNS[(n, c)] = template
     return template.copy(order="F")

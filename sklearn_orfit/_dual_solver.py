@@ -33,7 +33,8 @@ import numpy as np
 from scipy.linalg import lapack
 
 from ._window import normalise_rows
-from ._window_solvers import FAST, GRAM_KAPPA_MAX, ORTHOGONAL, REFINE, CoreBlockSolver, _principal_blocks
+from ._kernels import GRAM_KAPPA_MAX, lstsq_cutoff, solve_stack
+from ._window_solvers import FAST, ORTHOGONAL, REFINE, CoreBlockSolver, _principal_blocks
 
 __all__ = ["DualSolver", "default_block_size"]
 
@@ -257,7 +258,7 @@ class DualSolver(CoreBlockSolver):
             vm = valid[:, :, None]
             # S m = [g_I, X_Iᵀ v_A − v_I]: the solution's periphery part and the probes'
             rhs = np.concatenate([blk.g[idx] * vm, (blk.xv[idx] - blk.vP[idx]) * vm], axis=2)
-            sol, solved = _solve_stack(S, rhs)
+            sol, solved = solve_stack(S, rhs)
             a, m = sol[:, :, :c], sol[:, :, c:]
             # condition estimate ‖K̂‖_F · max_v ‖K̂⁻¹v‖/‖v‖ over two probes v = [v_A; v_I]:
             #   K̂⁻¹v = [K̂_AA⁻¹v_A + X_I m; −m];  mᵀ X_IᵀX_I m through one product with
@@ -284,7 +285,7 @@ class DualSolver(CoreBlockSolver):
                 # the interpolant is lstsq's answer only if lstsq keeps every singular
                 # value of W½Z: κ(W½Z) ≤ κ(Ẑ)·spread(√w s) far below 1/(eps·max(N, D))
                 with np.errstate(invalid="ignore", over="ignore"):
-                    keeps = np.sqrt(kappa) * spread[sel] <= 1e-3 / (_EPS * max(self.N, self.D))
+                    keeps = np.sqrt(kappa) * spread[sel] * lstsq_cutoff(1.0, n=self.N, D=self.D) <= 1e-3
                 r[~keeps] = ORTHOGONAL
             route[sel] = r
             if new is not None:
@@ -355,7 +356,7 @@ class DualSolver(CoreBlockSolver):
         XtrA = (blk.X.T @ rA).reshape(blk.slot.size, nw, c)[idx, w_of]  # (nw, H, c)
         S = _principal_blocks(blk.T, idx, valid, copy=True)
         S[:, np.arange(H), np.arange(H)] += ~valid
-        dI = _solve_stack(S, (rI - XtrA) * vm)[0] * vm
+        dI = solve_stack(S, (rI - XtrA) * vm)[0] * vm
         coefD = np.zeros((blk.slot.size, nw, c))
         coefD[idx[valid], w_of[valid]] = dI[valid]
         dA = KrA - blk.X @ coefD.reshape(blk.slot.size, nw * c)  # (nA, nw·c)
@@ -386,7 +387,7 @@ class DualSolver(CoreBlockSolver):
         res = buf.Y[win] * _inv_or_zero(buf.s[win])[:, None] - Ka
         rA, rP = res[: A.size], res[A.size :]
         # δ = K̂⁻¹ r:  δ_I = S⁻¹ (r_I − X_Iᵀ r_A),  δ_A = K̂_AA⁻¹ r_A − X_I δ_I
-        dP = np.linalg.solve(blk.T[I, I], rP - blk.X[:, I].T @ rA) if hi > lo else rP
+        dP = solve_stack(blk.T[None, I, I], (rP - blk.X[:, I].T @ rA)[None])[0][0] if hi > lo else rP
         a[A] += blk._bwd(blk._fwd(rA)) - blk.X[:, I] @ dP
         a[P] += dP
         return k @ a if k is not None else buf.Zh.T @ a
@@ -414,21 +415,6 @@ class DualSolver(CoreBlockSolver):
         a[blk.slots_A] = blk.a_y - blk.X[:, I] @ a_P
         a[blk.slot[I]] = a_P
         return self.buf.Zh.T @ a
-
-
-def _solve_stack(S, rhs):
-    """``S_w⁻¹ rhs_w`` for a stack; ``solved`` False where a matrix is exactly singular."""
-    try:
-        return np.linalg.solve(S, rhs), np.ones(S.shape[0], dtype=bool)
-    except np.linalg.LinAlgError:
-        sol = np.zeros(rhs.shape)
-        solved = np.ones(S.shape[0], dtype=bool)
-        for w in range(S.shape[0]):
-            try:
-                sol[w] = np.linalg.solve(S[w], rhs[w])
-            except np.linalg.LinAlgError:
-                solved[w] = False
-        return sol, solved
 
 
 def _inv_or_zero(s):

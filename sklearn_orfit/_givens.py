@@ -15,6 +15,7 @@ An orthogonal row rotation ``T`` maps ``R → T R``, ``R⁺ → R⁺ Tᵀ``, ``�
 import numpy as np
 from scipy.linalg.blas import dnrm2
 
+from ._kernels import lstsq_cutoff, svd
 from ._window import WindowBuffer, normalise_rows
 
 __all__ = ["GivensSolver", "GivensWindow"]
@@ -83,7 +84,7 @@ class GivensWindow:
         self.rank = 0  # rank of the window, from the rank decisions
         self.n_refresh = 0
         self.cut = False  # whether the last refresh cut non-zero singular values
-        self.kappa_max = 1.0 / (_EPS * max(N, D))
+        self.kappa_max = 1.0 / lstsq_cutoff(1.0, n=N, D=D)
         self._v = np.random.default_rng(0).standard_normal(D)  # fixed probe direction
         self.M = np.zeros((N + 1, 2 * D + c + N + 1))
         self.beta = np.zeros((D, c))
@@ -171,8 +172,8 @@ class GivensWindow:
         if n == 0:
             return
         M = self.M
-        U, s, Vt = np.linalg.svd(M[:n, self._R], full_matrices=False)
-        cut = _EPS * max(self.N, self.D) * (s[0] if s.size else 0.0)
+        U, s, Vt = svd(M[:n, self._R])
+        cut = lstsq_cutoff(s[0] if s.size else 0.0, n=self.N, D=self.D)
         keep = s > cut
         # (R⁺)ᵀ = U diag(1/s) Vᵀ over the kept singular values
         M[:n, self._P] = (U[:, keep] / s[keep]) @ Vt[keep]

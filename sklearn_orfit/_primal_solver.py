@@ -27,7 +27,8 @@ ill-conditioned for the normal equations (condition estimate above
 import numpy as np
 from scipy.linalg import lapack
 
-from ._window_solvers import FAST, GRAM_KAPPA_MAX, ORTHOGONAL, CoreBlockSolver, _principal_blocks, _probes
+from ._kernels import GRAM_KAPPA_MAX, probes, solve_stack
+from ._window_solvers import FAST, ORTHOGONAL, CoreBlockSolver, _principal_blocks
 
 __all__ = ["PrimalSolver", "primal_block_size"]
 
@@ -102,7 +103,7 @@ class _PrimalBlock:
         Zo, so, ao = self.old_rows
         self.b_A = gram.rhs - Zo.T @ (_weights(so, ao, power=1, log_lam=self.log_lam, log_c0=self.log_c0)[:, None] * self.old_y)
         self.h = self._fwd(self.b_A / d[:, None])
-        self.phi = self._fwd(_probes(D))  # L_A⁻¹ v for two fixed unit probes
+        self.phi = self._fwd(probes(D))  # L_A⁻¹ v for two fixed unit probes
         self.R = np.zeros((D, P), order="F")  # r_p = L_A⁻¹ (ẑ_p/d)
         self.T = np.zeros((P, P))  # r_p·r_q
         self.nu = np.zeros(P)  # √ω_p (relative to c0)
@@ -307,7 +308,9 @@ class PrimalSolver(CoreBlockSolver):
             wy = blk.wy[idx] * valid[:, :, None]
             q = blk.e[idx] + T @ wy
             rhs = np.concatenate([nu[:, :, None] * q, nu[:, :, None] * blk.rphi[idx]], axis=2)
-            sol = np.linalg.solve(C, rhs)
+            # a capacitance matrix LAPACK finds singular (or not finite: rows whose scales
+            # overflow it) sends its window to the orthogonal route
+            sol, solved = solve_stack(C, rhs)
             m_y, m_phi = sol[:, :, :c], sol[:, :, c:]
             # condition estimate ‖S_I‖_F · max_v ‖S_I⁻¹v‖, two fixed unit probes v:
             #   ‖S_A‖_F + Σ ω_p ‖ẑ_p/d‖² ≥ ‖S_I‖_F,   S_I⁻¹v = L_A⁻ᵀ (φ − R_I ν C⁻¹ ν R_Iᵀφ)
@@ -321,7 +324,7 @@ class PrimalSolver(CoreBlockSolver):
             inv = np.sqrt(np.einsum("dk,dk->k", Wt, Wt).reshape(nwin, 2).max(axis=1))
             with np.errstate(invalid="ignore", over="ignore"):
                 kappa = (blk.nSA + (nu * nu * blk.zd2[idx]).sum(axis=1)) * inv
-            route[sel] = np.where(kappa <= GRAM_KAPPA_MAX, FAST, ORTHOGONAL)
+            route[sel] = np.where((kappa <= GRAM_KAPPA_MAX) & solved, FAST, ORTHOGONAL)
             if new is not None:
                 # ŷ/s = ρ·h_A + t_I·(w s y)_I − (ν∘t_I)ᵀ m,  t = the new row's T row
                 t = np.where(valid, blk.T[new[sel, None], idx], 0.0)

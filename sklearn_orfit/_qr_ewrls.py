@@ -15,6 +15,7 @@ from sklearn.utils.validation import check_is_fitted
 from ._batch_solver import BatchSolver
 from ._dual_solver import DualSolver
 from ._givens import GivensSolver
+from ._kernels import lstsq_cutoff
 from ._primal_solver import PrimalSolver
 from ._stream import (
     OneRowPredictMixin,
@@ -251,7 +252,7 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
         s = self._window_singular_values()
         if not s.size:
             return 0
-        cut = np.finfo(np.float64).eps * max(self.window_size, self.n_features_in_) * s[0]
+        cut = lstsq_cutoff(s[0], n=self.window_size, D=self.n_features_in_)
         return int(np.sum(s > cut))
 
     def __sklearn_tags__(self):
@@ -357,4 +358,69 @@ def make_solver(est, *, n_features, n_targets):
     if est.forgetting_factor < 1e-20:
         # weights spanning more than the double range within a few rows: from scratch
         return BatchSolver(**params)
-    return PrimalSolver(**params)
+    return DualThenPrimal(**params)
+
+
+class DualThenPrimal:
+    """``D < N``: the dual route while the window holds at most ``D`` rows, the primal
+    route from then on.
+
+    While the window fills, its first ``D`` rows are a window with no more rows than
+    features: the dual route's (``O(n·D + n²)`` a row). The primal route's core, the
+    normal equations of those rows, would be singular there (or, with a small ridge,
+    conditioned like ``1/α``). When the ``D + 1``-th row arrives the rows are handed to the
+    primal route, which keeps them from then on.
+    """
+
+    def __init__(self, **params):
+        self.params = params
+        D = params["n_features"]
+        dual = dict(params, window_size=D)
+        self.inner = BatchSolver(**dual) if D <= SHORT_WINDOW else DualSolver(**dual)
+        self.primal = False
+        self.n_orthogonal_filling = 0
+
+    @property
+    def buf(self):
+        return self.inner.buf
+
+    @property
+    def n_orthogonal(self):
+        return self.n_orthogonal_filling + self.inner.n_orthogonal
+
+    @property
+    def handles_long_calls(self):
+        return getattr(self.inner, "handles_long_calls", False)
+
+    def coef(self):
+        return self.inner.coef()
+
+    def checkpoint(self, n_rows):
+        return dict(self.__dict__), self.inner.checkpoint(n_rows)
+
+    def restore(self, record):
+        attrs, token = record
+        self.__dict__.clear()
+        self.__dict__.update(attrs)
+        self.inner.restore(token)
+
+    def update(self, Z, Y, *, predict):
+        if self.primal:
+            return self.inner.update(Z, Y, predict=predict)
+        # rows the dual route takes before the window would hold D + 1 rows
+        room = self.params["n_features"] - self.inner.buf.n
+        parts = []
+        if room > 0:
+            parts.append(self.inner.update(Z[:room], Y[:room], predict=predict))
+        if Z.shape[0] > room:
+            self._to_primal()
+            parts.append(self.inner.update(Z[room:], Y[room:], predict=predict))
+        return np.concatenate(parts) if predict else None
+
+    def _to_primal(self):
+        buf = self.inner.buf
+        slots = buf.slots()
+        primal = PrimalSolver(**self.params)
+        primal.buf.load(buf.Zh[slots], buf.s[slots], buf.Y[slots])
+        self.n_orthogonal_filling += self.inner.n_orthogonal
+        self.inner, self.primal = primal, True

@@ -9,6 +9,8 @@ which is the Jacobi scaling the Gram-based solvers need anyway.
 import numpy as np
 from scipy.linalg.blas import dnrm2
 
+from ._kernels import svd
+
 __all__ = ["OVERFLOW_MESSAGE", "WindowBuffer", "moderate", "moderate_squared", "normalise_rows"]
 
 OVERFLOW_MESSAGE = (
@@ -167,7 +169,7 @@ class WindowBuffer:
     def singular_values(self, forgetting_factor):
         """Singular values of the weighted window ``W½ Z``."""
         Z, _ = self.raw()
-        return np.linalg.svd(Z * self.sqrt_weights(forgetting_factor)[:, None], compute_uv=False)
+        return svd(Z * self.sqrt_weights(forgetting_factor)[:, None], compute_uv=False)
 
     def load(self, Zh, s, Y, *, gram=None):
         """Replace the window by rows ``Zh, s, Y`` (oldest first, at most ``N``).

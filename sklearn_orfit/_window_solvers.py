@@ -10,11 +10,6 @@ and has the same small interface: ``update(Z, Y, *, predict) -> predictions or N
 ``coef()``, ``checkpoint(n_rows)`` / ``restore(record)`` (an undo record of what the rows
 will overwrite) and ``n_orthogonal``. Here:
 
-* :func:`solve_normal_stack` — a stack of small symmetric positive (semi)definite systems
-  with a condition estimate (Gram matrices square the condition number: callers send a
-  window whose estimate exceeds :data:`GRAM_KAPPA_MAX` to the orthogonal route);
-* :func:`lstsq_stack` — the orthogonal route from scratch (QR, then an SVD of the small
-  triangular factor, :func:`numpy.linalg.lstsq`'s cut-off);
 * :class:`SlidingQR` — the orthogonal route slid row by row (``O(N·D)``);
 * :class:`CoreBlockSolver` — the skeleton of the dual and primal block solvers.
 """
@@ -22,176 +17,10 @@ will overwrite) and ``n_orthogonal``. Here:
 import numpy as np
 from scipy.linalg import lapack, qr, qr_delete, qr_insert, solve_triangular
 
+from ._kernels import lstsq_cutoff, lstsq_stack, pinv_factors, probes, svd
 from ._window import WindowBuffer, normalise_rows
 
-__all__ = [
-    "GRAM_KAPPA_MAX",
-    "CoreBlockSolver",
-    "SlidingQR",
-    "lstsq_stack",
-    "pinv_apply",
-    "solve_normal_stack",
-]
-
-#: Largest condition-number bound of a Gram matrix ``S`` (≈ κ(Ã)²) accepted on the fast
-#: route. Its rounding error is about ``κ(S) · eps ≈ 2e-10`` relative at this bound; worse
-#: conditioned windows are recomputed on the orthogonal route.
-GRAM_KAPPA_MAX = 1e6
-
-
-def solve_normal_stack(S, B, pad=None, jacobi=True):
-    """Solve a stack of symmetric positive (semi)definite systems with a condition bound.
-
-    Rows marked in ``pad`` (window positions before the start of the stream) carry no
-    information: they are decoupled (unit diagonal, zero right-hand side), which is what
-    the pseudo-inverse does with zero rows. Any other zero on a diagonal — an all-zero
-    row, or one whose squared norm underflowed — gets ``kappa = inf``, so the caller
-    sends that window to the orthogonal route, which tells the two apart.
-
-    Parameters
-    ----------
-    S : ndarray of shape (n_windows, m, m)
-        Gram matrices; modified in place.
-    B : ndarray of shape (n_windows, m, n_targets)
-        Right-hand sides; modified in place.
-    pad : ndarray of shape (n_windows, m) of bool, default=None
-        Structural zero rows to decouple.
-    jacobi : bool, default=True
-        Scale ``S`` to a unit diagonal first and multiply the estimate by the spread of
-        the diagonal. ``False`` for a diagonal that is already 1 to rounding (a Gram
-        matrix of unit rows without a ridge) or matrices of moderate scale: the estimate
-        is then that of ``κ(S)`` itself.
-
-    Returns
-    -------
-    X : ndarray of shape (n_windows, m, n_targets)
-        ``S_j⁻¹ B_j``; meaningless where ``ok`` is False.
-    kappa : ndarray of shape (n_windows,)
-        Estimate of the 2-norm condition number of each ``S_j`` (over its coupled rows):
-        ``‖Ŝ‖_F · max_v ‖Ŝ⁻¹v‖`` for two fixed unit probes ``v`` (a lower bound of
-        ``‖Ŝ⁻¹‖`` that is rarely far from it, as in LAPACK's condition estimators), times
-        the spread of the diagonal; ``inf`` for singular windows.
-    """
-    m = S.shape[1]
-    diag = np.einsum("jii->ji", S)  # a writable view of the diagonals
-    empty = diag <= 0.0
-    singular = (empty & ~pad).any(axis=1) if pad is not None else empty.any(axis=1)
-    decoupled = empty.any()
-    if decoupled:
-        # decouple rows that carry nothing: S_ii = 1, S_i· = 0, B_i = 0
-        jj, ii = np.nonzero(empty)
-        S[jj, ii, :] = 0.0
-        S[jj, :, ii] = 0.0
-        S[jj, ii, ii] = 1.0
-        B[jj, ii, :] = 0.0
-    # Jacobi scaling: d = sqrt(diag S), Ŝ = D⁻¹ S D⁻¹ (the coupled rows' scale mismatch is
-    # put back into the bound below)
-    if jacobi:
-        d = np.sqrt(diag)
-        S /= d[:, :, None]
-        S /= d[:, None, :]
-        B = B / d[:, :, None]
-    # one LU solve per window for the right-hand sides and two fixed probe vectors v:
-    # ‖Ŝ⁻¹v‖/‖v‖ estimates ‖Ŝ⁻¹‖ (inverse-norm estimation, as LAPACK's *con do)
-    c = B.shape[2]
-    probes = _probes(m)
-    rhs = np.concatenate([B, np.broadcast_to(probes, (S.shape[0], m, 2))], axis=2)
-    try:
-        sol = np.linalg.solve(S, rhs)
-    except np.linalg.LinAlgError:
-        # an exactly singular matrix somewhere in the stack: solve one by one so that the
-        # others keep the fast route, and mark the singular ones
-        sol = np.empty_like(rhs)
-        for j in range(S.shape[0]):
-            try:
-                sol[j] = np.linalg.solve(S[j], rhs[j])
-            except np.linalg.LinAlgError:
-                sol[j] = np.nan
-    X = sol[:, :, :c] / d[:, :, None] if jacobi else sol[:, :, :c]
-    with np.errstate(invalid="ignore", over="ignore"):
-        inv_norm = np.sqrt(np.einsum("jik,jik->jk", sol[:, :, c:], sol[:, :, c:]).max(axis=1))
-        kappa_hat = np.sqrt(np.einsum("jik,jik->j", S, S)) * inv_norm
-        if not jacobi:
-            return X, np.where(np.isfinite(kappa_hat) & ~singular, kappa_hat, np.inf)
-        # spread of the coupled diagonal: max/min over rows that were not decoupled
-        d2 = d * d  # the unscaled diagonal (``diag`` is a view of the scaled S now)
-        if decoupled:
-            hi = np.where(empty, 0.0, d2).max(axis=1, initial=0.0)
-            lo = np.where(empty, np.inf, d2).min(axis=1, initial=np.inf)
-            spread = np.where(np.isfinite(lo) & (lo > 0), hi / np.where(lo > 0, lo, 1.0), 1.0)
-        else:
-            spread = d2.max(axis=1) / d2.min(axis=1)  # every diagonal entry is positive
-        kappa = kappa_hat * spread
-    kappa = np.where(np.isfinite(kappa) & ~singular, kappa, np.inf)
-    return X, kappa
-
-
-_PROBES = {}
-
-
-def _probes(m):
-    """Two fixed unit probe vectors of length ``m`` (deterministic, so results are too)."""
-    if m not in _PROBES:
-        v = np.random.default_rng(20240607).standard_normal((m, 2))
-        _PROBES[m] = v / np.linalg.norm(v, axis=0)
-    return _PROBES[m]
-
-
-def lstsq_stack(A, Y, *, alpha=0.0):
-    """Minimum-norm (ridge when ``alpha > 0``) least squares on a stack, orthogonally.
-
-    Parameters
-    ----------
-    A : ndarray of shape (n_windows, n, D)
-        Weighted design matrices ``Ã_j``.
-    Y : ndarray of shape (n_windows, n, n_targets)
-        Weighted targets ``Ỹ_j``.
-    alpha : float, default=0.0
-        Ridge penalty.
-
-    Returns
-    -------
-    beta : ndarray of shape (n_windows, D, n_targets)
-        ``lstsq([Ã_j; √α I], [Ỹ_j; 0])``.
-    s : ndarray of shape (n_windows, min(n, D))
-        Singular values of each ``Ã_j``, descending.
-    """
-    n, D = A.shape[1], A.shape[2]
-    if n >= D:
-        # Ã = Q R, R = U_r s V_rᵀ  =>  Ã = (Q U_r) s V_rᵀ
-        Q, R = np.linalg.qr(A)
-        U_r, s, Vt = np.linalg.svd(R)
-        U = Q @ U_r
-        V = np.swapaxes(Vt, 1, 2)
-    else:
-        # Ãᵀ = Q R  =>  Ã = Rᵀ Qᵀ, Rᵀ = U s V_rᵀ  =>  Ã = U s (Q V_r)ᵀ
-        Q, R = np.linalg.qr(np.swapaxes(A, 1, 2))
-        U, s, Vt_r = np.linalg.svd(np.swapaxes(R, 1, 2))
-        V = Q @ np.swapaxes(Vt_r, 1, 2)
-    if alpha > 0.0:
-        # ridge: β = V diag(s / (s² + α)) Uᵀ Ỹ
-        f = s / (s * s + alpha)
-    else:
-        # pseudo-inverse with numpy.linalg.lstsq's cut-off: s ≤ eps · max(n, D) · s_max → 0
-        cut = np.finfo(np.float64).eps * max(n, D) * s[:, :1]
-        with np.errstate(divide="ignore"):
-            f = np.where(s > cut, 1.0 / s, 0.0)
-    beta = V @ (f[:, :, None] * (np.swapaxes(U, 1, 2) @ Y))
-    return beta, s
-
-
-
-def pinv_apply(s, *, alpha, n, D):
-    """The factors ``f(s)`` that turn singular values into the solution's.
-
-    ``s / (s² + α)`` for a ridge, else ``1/s`` above :func:`numpy.linalg.lstsq`'s cut-off
-    ``eps · max(n, D) · s_max`` and ``0`` below it.
-    """
-    if alpha > 0.0:
-        return s / (s * s + alpha)
-    cut = np.finfo(np.float64).eps * max(n, D) * (s[0] if s.size else 0.0)
-    with np.errstate(divide="ignore"):
-        return np.where(s > cut, 1.0 / s, 0.0)
+__all__ = ["CoreBlockSolver", "SlidingQR"]
 
 
 class SlidingQR:
@@ -254,7 +83,7 @@ class SlidingQR:
         if drop and self.orientation == "rows" and not self.root_alpha:
             # deleting a row from economic factors needs R nonsingular
             dR = np.abs(self.R.diagonal())
-            if not dR.min() > np.finfo(float).eps * max(self.n, self.Q.shape[1]) * dR.max():
+            if not dR.min() > lstsq_cutoff(dR.max(), n=self.n, D=self.Q.shape[1]):
                 return False
         if drop:
             Q, R = qr_delete(self.Q, self.R, 0, which=which, check_finite=False)
@@ -265,7 +94,11 @@ class SlidingQR:
         if sqrt_lam != 1.0:
             self.R = self.R * sqrt_lam  # a new array: checkpoints keep the old one
         if self.orientation == "rows":
-            self.Q, self.R = qr_insert(self.Q, self.R, a, self.n, which="row", check_finite=False)
+            Q, R = qr_insert(self.Q, self.R, a, self.n, which="row", check_finite=False)
+            # a window that grows from n ≤ D to n + 1 > D rows comes back with a square Q
+            # and n + 1 rows of R: keep the economic factors, Q (n+1, k), R (k, D)
+            k = min(R.shape)
+            self.Q, self.R = Q[:, :k], R[:k]
         elif not np.any(a):
             self._append_dependent_column(a)
         else:
@@ -285,7 +118,7 @@ class SlidingQR:
         self.slides += 1
         if self.orientation == "rows" and not self.root_alpha:
             # probe the invariant QᵀQ = I along a fixed direction (O(N·D))
-            v = _probes(self.Q.shape[1])[:, 0]
+            v = probes(self.Q.shape[1])[:, 0]
             Qv = self.Q @ v
             if not abs(Qv @ Qv - 1.0) <= 1e-10:
                 return False
@@ -325,13 +158,13 @@ class SlidingQR:
             rcond, info = lapack.dtrcon(R, norm="1", uplo="U", diag="N")
             # the 1-norm estimate is within a factor n of the 2-norm one; stay far from
             # lstsq's cut-off eps·max(n, D)
-            if info == 0 and rcond > 1e3 * np.finfo(float).eps * max(n_rows, D) * R.shape[0]:
+            if info == 0 and rcond > 1e3 * R.shape[0] * lstsq_cutoff(1.0, n=n_rows, D=D):
                 if self.orientation == "columns":
                     # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
                     return Q @ solve_triangular(R, Yw, trans="T", check_finite=False)
                 return solve_triangular(R, Q.T @ Yw, check_finite=False)
-        U, s, Vt = np.linalg.svd(R)
-        f = pinv_apply(s, alpha=alpha, n=n_rows, D=D)
+        U, s, Vt = svd(R)
+        f = pinv_factors(s, alpha=alpha, n=n_rows, D=D)
         if self.orientation == "columns":
             # Ã = Rᵀ Qᵀ = V s Uᵀ Qᵀ ⇒ β = Q U f(s) Vᵀ Ỹ
             return Q @ (U @ (f[:, None] * (Vt @ Yw)))

@@ -10,7 +10,8 @@ from sklearn_orfit._dual_solver import DualSolver
 from sklearn_orfit._givens import GivensSolver, GivensWindow
 from sklearn_orfit._primal_solver import PrimalSolver
 from sklearn_orfit._window import WindowBuffer, normalise_rows
-from sklearn_orfit._window_solvers import SlidingQR, lstsq_stack, solve_normal_stack
+from sklearn_orfit._kernels import lstsq_stack, solve_normal_stack
+from sklearn_orfit._window_solvers import SlidingQR
 
 EPS = np.finfo(np.float64).eps
 

@@ -1,0 +1,247 @@
+"""The numerical kernels every window solver shares, each in one place.
+
+* :func:`solve_stack` — a stack of small linear systems (LU); a matrix that LAPACK finds
+  exactly singular, or that is not finite, is reported, never raised;
+* :func:`solve_normal_stack` — a stack of symmetric positive (semi)definite systems with
+  a condition estimate (Gram matrices square the condition number: callers send a window
+  whose estimate exceeds :data:`GRAM_KAPPA_MAX` to the orthogonal route);
+* :func:`probes` — the fixed probe vectors of the condition estimates;
+* :func:`svd` — singular value decomposition of a stack, LAPACK ``gesdd`` with ``gesvd``
+  where ``gesdd`` does not converge;
+* :func:`lstsq_cutoff` and :func:`pinv_factors` — :func:`numpy.linalg.lstsq`'s cut-off and
+  the factors ``f(s)`` that turn singular values into the solution's (pseudo-inverse or
+  ridge);
+* :func:`lstsq_stack` — the orthogonal route from scratch (QR, then an SVD of the small
+  triangular factor).
+"""
+
+import numpy as np
+from scipy.linalg import svd as _scipy_svd
+
+__all__ = [
+    "EPS",
+    "GRAM_KAPPA_MAX",
+    "lstsq_cutoff",
+    "lstsq_stack",
+    "pinv_factors",
+    "probes",
+    "solve_normal_stack",
+    "solve_stack",
+    "svd",
+]
+
+EPS = np.finfo(np.float64).eps
+
+#: Largest condition-number bound of a Gram matrix ``S`` (≈ κ(Ã)²) accepted on the fast
+#: route. Its rounding error is about ``κ(S) · eps ≈ 2e-10`` relative at this bound; worse
+#: conditioned windows are recomputed on the orthogonal route.
+GRAM_KAPPA_MAX = 1e6
+
+
+def solve_stack(S, B):
+    """``S_j⁻¹ B_j`` for a stack of square systems, by LU.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n, m, m)
+    B : ndarray of shape (n, m, k)
+
+    Returns
+    -------
+    X : ndarray of shape (n, m, k)
+        The solutions; zero where ``solved`` is False.
+    solved : ndarray of shape (n,) of bool
+        False where ``S_j`` is exactly singular for LAPACK or the solution is not finite
+        (the caller then takes the orthogonal route for that window).
+    """
+    solved = np.ones(S.shape[0], dtype=bool)
+    with np.errstate(all="ignore"):
+        try:
+            X = np.linalg.solve(S, B)
+        except np.linalg.LinAlgError:
+            # an exactly singular matrix somewhere in the stack: one by one, so that the
+            # others keep their solution
+            X = np.zeros(np.broadcast_shapes(S.shape[:-1] + (1,), B.shape))
+            for j in range(S.shape[0]):
+                try:
+                    X[j] = np.linalg.solve(S[j], B[j])
+                except np.linalg.LinAlgError:
+                    solved[j] = False
+        finite = np.isfinite(X).all(axis=tuple(range(1, X.ndim)))
+    if not finite.all():
+        solved &= finite
+        X[~finite] = 0.0
+    return X, solved
+
+
+def solve_normal_stack(S, B, pad=None, jacobi=True):
+    """Solve a stack of symmetric positive (semi)definite systems with a condition bound.
+
+    Rows marked in ``pad`` carry no information (window positions before the start of the
+    stream, zero rows, rows of zero weight): they are decoupled (unit diagonal, zero
+    right-hand side), which is what the pseudo-inverse does with zero rows. Any other zero
+    on a diagonal — a row whose squared norm underflowed — gets ``kappa = inf``, so the
+    caller sends that window to the orthogonal route, which tells the two apart.
+
+    Parameters
+    ----------
+    S : ndarray of shape (n_windows, m, m)
+        Gram matrices; modified in place.
+    B : ndarray of shape (n_windows, m, n_targets)
+        Right-hand sides; modified in place.
+    pad : ndarray of shape (n_windows, m) of bool, default=None
+        Rows to decouple.
+    jacobi : bool, default=True
+        Scale ``S`` to a unit diagonal first and multiply the estimate by the spread of
+        the diagonal. ``False`` for a diagonal that is already 1 to rounding (a Gram
+        matrix of unit rows without a ridge) or matrices of moderate scale: the estimate
+        is then that of ``κ(S)`` itself.
+
+    Returns
+    -------
+    X : ndarray of shape (n_windows, m, n_targets)
+        ``S_j⁻¹ B_j``; meaningless where ``kappa`` is ``inf``.
+    kappa : ndarray of shape (n_windows,)
+        Estimate of the 2-norm condition number of each ``S_j`` (over its coupled rows):
+        ``‖Ŝ‖_F · max_v ‖Ŝ⁻¹v‖`` for two fixed unit probes ``v`` (a lower bound of
+        ``‖Ŝ⁻¹‖`` that is rarely far from it, as in LAPACK's condition estimators), times
+        the spread of the diagonal; ``inf`` for singular windows.
+    """
+    m = S.shape[1]
+    diag = np.einsum("jii->ji", S)  # a writable view of the diagonals
+    empty = diag <= 0.0
+    if pad is not None:
+        empty = empty | pad
+    singular = (empty & ~pad).any(axis=1) if pad is not None else empty.any(axis=1)
+    decoupled = empty.any()
+    if decoupled:
+        # decouple rows that carry nothing: S_ii = 1, S_i· = 0, B_i = 0
+        jj, ii = np.nonzero(empty)
+        S[jj, ii, :] = 0.0
+        S[jj, :, ii] = 0.0
+        S[jj, ii, ii] = 1.0
+        B[jj, ii, :] = 0.0
+    # Jacobi scaling: d = sqrt(diag S), Ŝ = D⁻¹ S D⁻¹ (the coupled rows' scale mismatch is
+    # put back into the bound below)
+    if jacobi:
+        d = np.sqrt(diag)
+        S /= d[:, :, None]
+        S /= d[:, None, :]
+        B = B / d[:, :, None]
+    # one LU solve per window for the right-hand sides and two fixed probe vectors v:
+    # ‖Ŝ⁻¹v‖/‖v‖ estimates ‖Ŝ⁻¹‖ (inverse-norm estimation, as LAPACK's *con do)
+    c = B.shape[2]
+    rhs = np.concatenate([B, np.broadcast_to(probes(m), (S.shape[0], m, 2))], axis=2)
+    sol, solved = solve_stack(S, rhs)
+    singular |= ~solved
+    X = sol[:, :, :c] / d[:, :, None] if jacobi else sol[:, :, :c]
+    with np.errstate(invalid="ignore", over="ignore"):
+        inv_norm = np.sqrt(np.einsum("jik,jik->jk", sol[:, :, c:], sol[:, :, c:]).max(axis=1))
+        kappa_hat = np.sqrt(np.einsum("jik,jik->j", S, S)) * inv_norm
+        if not jacobi:
+            return X, np.where(np.isfinite(kappa_hat) & ~singular, kappa_hat, np.inf)
+        # spread of the coupled diagonal: max/min over rows that were not decoupled
+        d2 = d * d  # the unscaled diagonal (``diag`` is a view of the scaled S now)
+        if decoupled:
+            hi = np.where(empty, 0.0, d2).max(axis=1, initial=0.0)
+            lo = np.where(empty, np.inf, d2).min(axis=1, initial=np.inf)
+            spread = np.where(np.isfinite(lo) & (lo > 0), hi / np.where(lo > 0, lo, 1.0), 1.0)
+        else:
+            spread = d2.max(axis=1) / d2.min(axis=1)  # every diagonal entry is positive
+        kappa = kappa_hat * spread
+    kappa = np.where(np.isfinite(kappa) & ~singular, kappa, np.inf)
+    return X, kappa
+
+
+_PROBES = {}
+
+
+def probes(m):
+    """Two fixed unit probe vectors of length ``m``, shape ``(m, 2)`` (deterministic, so
+    results are too)."""
+    if m not in _PROBES:
+        v = np.random.default_rng(20240607).standard_normal((m, 2))
+        _PROBES[m] = v / np.linalg.norm(v, axis=0)
+    return _PROBES[m]
+
+
+def svd(A, *, full_matrices=False, compute_uv=True):
+    """SVD of a matrix or a stack of matrices, as :func:`numpy.linalg.svd`.
+
+    LAPACK's divide-and-conquer ``gesdd`` (numpy's driver) can fail to converge on
+    matrices that the QR-iteration ``gesvd`` handles (measured: a rank-deficient
+    triangular factor with diagonal entries down to ``1e-21``); such matrices are
+    decomposed again with ``gesvd``. Only a matrix that neither driver decomposes (one
+    that is not finite) raises :class:`numpy.linalg.LinAlgError`.
+    """
+    try:
+        return np.linalg.svd(A, full_matrices=full_matrices, compute_uv=compute_uv)
+    except np.linalg.LinAlgError:
+        pass
+    kw = dict(full_matrices=full_matrices, compute_uv=compute_uv, check_finite=False,
+              lapack_driver="gesvd")
+    if A.ndim == 2:
+        return _scipy_svd(A, **kw)
+    parts = [_scipy_svd(a, **kw) for a in A.reshape((-1,) + A.shape[-2:])]
+    lead = A.shape[:-2]
+    if not compute_uv:
+        return np.stack(parts).reshape(lead + parts[0].shape)
+    return tuple(np.stack(p).reshape(lead + p[0].shape) for p in zip(*parts))
+
+
+def lstsq_cutoff(s_max, *, n, D):
+    """:func:`numpy.linalg.lstsq`'s cut-off (``rcond=None``) for an ``n×D`` problem whose
+    largest singular value is ``s_max``: singular values at or below it are treated as
+    zero."""
+    return EPS * max(n, D) * s_max
+
+
+def pinv_factors(s, *, alpha, n, D):
+    """The factors ``f(s)`` that turn singular values into the solution's.
+
+    ``s / (s² + α)`` for a ridge, else ``1/s`` above :func:`lstsq_cutoff` and ``0`` at or
+    below it. ``s`` has shape ``(k,)`` or ``(n_windows, k)``, descending along its last
+    axis.
+    """
+    if alpha > 0.0:
+        return s / (s * s + alpha)
+    cut = lstsq_cutoff(s[..., :1] if s.shape[-1] else np.zeros(s.shape[:-1] + (1,)), n=n, D=D)
+    with np.errstate(divide="ignore"):
+        return np.where(s > cut, 1.0 / np.where(s > cut, s, 1.0), 0.0)
+
+
+def lstsq_stack(A, Y, *, alpha=0.0):
+    """Minimum-norm (ridge when ``alpha > 0``) least squares on a stack, orthogonally.
+
+    Parameters
+    ----------
+    A : ndarray of shape (n_windows, n, D)
+        Weighted design matrices ``Ã_j``.
+    Y : ndarray of shape (n_windows, n, n_targets)
+        Weighted targets ``Ỹ_j``.
+    alpha : float, default=0.0
+        Ridge penalty.
+
+    Returns
+    -------
+    beta : ndarray of shape (n_windows, D, n_targets)
+        ``lstsq([Ã_j; √α I], [Ỹ_j; 0])``.
+    s : ndarray of shape (n_windows, min(n, D))
+        Singular values of each ``Ã_j``, descending.
+    """
+    n, D = A.shape[1], A.shape[2]
+    if n >= D:
+        # Ã = Q R, R = U_r s V_rᵀ  =>  Ã = (Q U_r) s V_rᵀ
+        Q, R = np.linalg.qr(A)
+        U_r, s, Vt = svd(R)
+        U = Q @ U_r
+        V = np.swapaxes(Vt, 1, 2)
+    else:
+        # Ãᵀ = Q R  =>  Ã = Rᵀ Qᵀ, Rᵀ = U s V_rᵀ  =>  Ã = U s (Q V_r)ᵀ
+        Q, R = np.linalg.qr(np.swapaxes(A, 1, 2))
+        U, s, Vt_r = svd(np.swapaxes(R, 1, 2))
+        V = Q @ np.swapaxes(Vt_r, 1, 2)
+    # β = V diag(f(s)) Uᵀ Ỹ
+    f = pinv_factors(s, alpha=alpha, n=n, D=D)
+    beta = V @ (f[:, :, None] * (np.swapaxes(U, 1, 2) @ Y))
+    return beta, s
