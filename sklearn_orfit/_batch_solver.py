@@ -48,16 +48,20 @@ class BatchSolver:
         ``λ`` and ``α``.
     orthogonal_only : bool, default=False
         Send every window to the orthogonal route (``solver="svd"``).
+    dual : bool, default=None
+        Solve the windows' dual systems (``n×n``) rather than their normal equations
+        (``D×D``); ``None``: when ``D ≥ N``.
     """
 
     #: :meth:`update` takes a call of any length (it works in bounded blocks itself)
     handles_long_calls = True
 
-    def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, orthogonal_only=False):
+    def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, orthogonal_only=False,
+                 dual=None):
         self.N, self.D, self.c = window_size, n_features, n_targets
         self.lam, self.alpha = float(forgetting_factor), float(alpha)
         self.orthogonal_only = orthogonal_only
-        self.dual = n_features >= window_size
+        self.dual = n_features >= window_size if dual is None else bool(dual)
         self.buf = WindowBuffer(
             window_size=window_size, n_features=n_features, n_targets=n_targets,
             gram=self.dual and not orthogonal_only,
@@ -225,8 +229,9 @@ class BatchSolver:
         with np.errstate(divide="ignore", over="ignore", under="ignore"):
             # a subnormal s² only makes an already negligible row's shift inexact
             shift = self.alpha / (w[None, :] * s_w * s_w) if self.alpha else np.zeros_like(s_w)
-        # rows that carry nothing: before the stream, or (with a ridge) zero or negligible
-        dec = before_stream | ((self.alpha > 0) & ~(shift <= _SHIFT_MAX))
+        # rows that carry nothing: before the stream, zero rows (a zero weight included),
+        # or (with a ridge) negligible ones
+        dec = before_stream | (s_w == 0) | ((self.alpha > 0) & ~(shift <= _SHIFT_MAX))
         S = K  # a fresh array: solved in place
         jj, ii = np.nonzero(dec)
         S[jj, ii, :] = 0.0

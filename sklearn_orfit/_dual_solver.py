@@ -55,6 +55,19 @@ def default_block_size(window_size):
     return int(min(window_size, max(8, round(0.64 * window_size**0.75))))
 
 
+#: a ridge with forgetting: the block's windows have shifts within a factor of this of
+#: those of its reference window (the iteration then contracts by at least 1/9 a step)
+_SHIFT_SPREAD = 1.25
+#: the iteration's steps before a window is sent to the orthogonal route
+_MAX_STEPS = 60
+
+
+def forgetting_block_size(forgetting_factor):
+    """The longest block whose windows' shifts stay within :data:`_SHIFT_SPREAD` of its
+    middle window's: ``λ^-(b/2) ≤ 1.25``."""
+    return int(max(1, 2.0 * np.log(_SHIFT_SPREAD) / -np.log(forgetting_factor)))
+
+
 def _probe_values(n, offset):
     """Deterministic probe entries for positions ``offset … offset+n−1`` (2 probes)."""
     i = np.arange(offset, offset + n, dtype=np.float64)[:, None] + np.array([0.0, 0.5])
@@ -68,11 +81,17 @@ class _DualBlock:
     # periphery arrays, by the axes their periphery position runs along: the restore of an
     # interrupted call zeroes them beyond the restored counter ``m`` (as when created)
     PERIPHERY = {"slot": (0,), "R": (1,), "X": (1,), "T": (0, 1), "KP": (0, 1), "XX": (0, 1),
-                 "g": (0,), "kA2": (0,), "xv": (0,), "xa": (0,), "ru": (0,)}
+                 "g": (0,), "kA2": (0,), "xv": (0,), "xa": (0,), "ru": (0,), "shiftP": (0,),
+                 "rdP": (0,)}
 
-    def __init__(self, *, buf, block_size, shift_of, c):
+    def __init__(self, *, buf, block_size, alpha, forgetting_factor, c):
         self.buf = buf
-        self.shift_of = shift_of
+        self.alpha = alpha
+        # the shifts α/(w s²) are those of the block's reference window j_ref (its middle):
+        # window j of the block has shifts λ^-(j − j_ref) times these (see delta)
+        self.log_lam = float(np.log(forgetting_factor))
+        self.forgets = alpha > 0 and forgetting_factor < 1.0
+        self.j_ref = 0.5 * (block_size - 1) if self.forgets else 0.0
         self.n0 = buf.n
         self.ell = max(0, buf.n + block_size - buf.N)  # old rows leaving during the block
         self.b = block_size
@@ -97,7 +116,20 @@ class _DualBlock:
         self.dropped = 0  # old periphery rows that have left the window
         # core: K̂_AA + diag(shift) = L_A L_Aᵀ
         K = buf.G[np.ix_(self.slots_A, self.slots_A)]
-        K.flat[:: nA + 1] += shift_of(self.slots_A)
+        # log weights at the reference window: the window's rows are ages n0 − 1 … 0 at
+        # the block's first window
+        log_w0 = (np.arange(buf.n - 1, -1, -1) + self.j_ref) * self.log_lam
+        self.shift_A = ridge_shifts(buf.s[self.slots_A], alpha=alpha, log_w=log_w0[self.ell :])
+        self.shiftP = np.zeros(P)  # the periphery rows' shifts
+        K.flat[:: nA + 1] += self.shift_A
+        # with forgetting the shifts span λ^-N: the block works on the Jacobi-scaled
+        # system D^-½ (K̂ + Σ) D^-½ (unit diagonal; its condition number is the one that
+        # governs Cholesky's error), â = D^-½ x; without forgetting D = I
+        self.rd_A = 1.0 / np.sqrt(K.diagonal()) if self.forgets else np.ones(nA)
+        self.rdP = np.ones(P)
+        if self.forgets:
+            K *= self.rd_A[:, None] * self.rd_A[None, :]
+            self.shift_A = self.shift_A * self.rd_A**2  # Σ, scaled
         self.nKA2 = float(np.einsum("ij,ij->", K, K))
         self.core_ok = True
         self.L = np.zeros((0, 0), order="F")
@@ -110,13 +142,20 @@ class _DualBlock:
             self.core_ok = info == 0 and info2 == 0 and rcond > 1e3 * _EPS
             self.L = np.asfortranarray(L)
         self.vA = _probe_values(nA, 0)
-        ytil = buf.Y[self.slots_A] * _inv_or_zero(buf.s[self.slots_A])[:, None]
+        ytil = buf.Y[self.slots_A] * (_inv_or_zero(buf.s[self.slots_A]) * self.rd_A)[:, None]
         self.u = self._fwd(ytil)  # u_A = L_A⁻¹ ỹ_A
         self.a_y = self._bwd(self.u)  # K̂_AA⁻¹ ỹ_A
         self.a0 = self._bwd(self._fwd(self.vA))  # K̂_AA⁻¹ v_A
         self.ru = np.zeros((P, c))  # r_p·u_A, the core's part of a prediction
         old = self.slot[: self.ell]  # the old periphery rows, together
-        self.add_rows(buf.Zh[old], buf.s[old], buf.Y[old], P_old=buf.G[:, old], P_new=buf.G[np.ix_(old, old)])
+        self._enter(buf.Zh[old], buf.s[old], buf.Y[old], P_old=buf.G[:, old], P_new=buf.G[np.ix_(old, old)],
+                    log_w=log_w0[: self.ell])
+
+    def delta(self, steps):
+        """``δ = λ^-(j − j_ref) − 1`` of the windows ``j = steps`` of the block: window
+        ``j``'s system is ``P + δ Σ``, ``P`` the block's (its reference window's shifts),
+        ``Σ`` the diagonal of those shifts."""
+        return np.expm1(-(np.asarray(steps, dtype=float) - self.j_ref) * self.log_lam)
 
     def _fwd(self, V):
         if not self.core_ok or V.shape[0] == 0:
@@ -129,16 +168,28 @@ class _DualBlock:
         return lapack.dtrtrs(self.L, V, lower=1, trans=1)[0]
 
     def add_rows(self, Zh, s, Y, *, P_old, P_new):
-        """Enter rows into the periphery at positions ``m, m+1, …``.
+        """Enter new rows into the periphery at positions ``m, m+1, …``.
 
         ``P_old[slot, i]`` are the products of row ``i`` with the ring's slots before
         these rows are written, ``P_new`` their products with each other.
         """
+        # new row k of the block has age j_ref − k − 1 at the reference window
+        k = self.j + np.arange(Zh.shape[0])
+        self._enter(Zh, s, Y, P_old=P_old, P_new=P_new, log_w=(self.j_ref - k - 1) * self.log_lam)
+
+    def _enter(self, Zh, s, Y, *, P_old, P_new, log_w):
         n, m, lo = Zh.shape[0], self.m, self.dropped
         if not n:
             return
         new = slice(m, m + n)
         kA = P_old[self.slots_A]  # (n_A, n): the core is never overwritten in a block
+        shift = ridge_shifts(s, alpha=self.alpha, log_w=log_w)
+        rd = np.ones(n)
+        if self.forgets:  # Jacobi scaling (see __init__): d = k̂_pp + shift
+            rd = 1.0 / np.sqrt((s > 0) + shift)
+            kA = kA * self.rd_A[:, None] * rd[None, :]
+            shift = shift * rd * rd
+        self.rdP[new] = rd
         if self.core_ok and kA.size:
             R = lapack.dtrtrs(self.L, kA, lower=1)[0]  # r = L_A⁻¹ k̂_A
             X = lapack.dtrtrs(self.L, R, lower=1, trans=1)[0]  # x = L_A⁻ᵀ r
@@ -147,7 +198,9 @@ class _DualBlock:
         self.R[:, new], self.X[:, new] = R, X
         # k̂ of the new rows with the live periphery rows before them, then each other
         K = np.concatenate([P_old[self.slot[lo:m]].T, P_new], axis=1)  # (n, m + n − lo)
-        shift = self.shift_of(s, by_norm=True)
+        if self.forgets:
+            K = K * rd[:, None] * self.rdP[lo : m + n][None, :]
+        self.shiftP[new] = shift
         live = slice(lo, m + n)
         # T_pq = k̂_pq − r_p·r_q (symmetric); KP = k̂ (+ shift); XX = x_p·x_q
         T = K - R.T @ self.R[:, live]
@@ -161,7 +214,7 @@ class _DualBlock:
             M[live, new] = V.T
         self.kA2[new] = np.einsum("ij,ij->j", kA, kA)
         # g = ỹ − r·u_A,  ỹ = y/s
-        self.g[new] = Y * _inv_or_zero(s)[:, None] - R.T @ self.u
+        self.g[new] = Y * (_inv_or_zero(s) * rd)[:, None] - R.T @ self.u
         self.ru[new] = R.T @ self.u
         self.xv[new] = X.T @ self.vA
         self.xa[new] = X.T @ self.a0
@@ -198,12 +251,13 @@ class DualSolver(CoreBlockSolver):
     orientation = "columns"
 
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size=None):
-        if alpha > 0 and forgetting_factor != 1.0:
-            raise ValueError("the dual route takes a ridge only without forgetting")
+        if block_size is None:
+            block_size = default_block_size(window_size)
+            if alpha > 0 and forgetting_factor < 1.0:
+                block_size = min(block_size, forgetting_block_size(forgetting_factor))
         super().__init__(
             window_size=window_size, n_features=n_features, n_targets=n_targets,
-            forgetting_factor=forgetting_factor, alpha=alpha,
-            block_size=block_size or default_block_size(window_size), gram=True,
+            forgetting_factor=forgetting_factor, alpha=alpha, block_size=block_size, gram=True,
         )
         self.n_refined = 0  # windows refined against the rows (between the two routes)
 
@@ -217,15 +271,12 @@ class DualSolver(CoreBlockSolver):
         return Zh, s
 
     def _new_block(self):
-        return _DualBlock(buf=self.buf, block_size=self.b, shift_of=self._shift, c=self.c)
+        return _DualBlock(buf=self.buf, block_size=self.b, alpha=self.alpha, forgetting_factor=self.lam, c=self.c)
 
     def _shift(self, slots, by_norm=False):
-        """Ridge shift ``α/s²`` of rows (given by slot, or by norm); 1 for zero rows."""
-        s = slots if by_norm else self.buf.s[slots]
-        if self.alpha == 0.0:
-            return np.zeros(s.shape)
-        # a zero (or decoupled) row: unit diagonal and ỹ = 0 give â = 0
-        return np.where(s > 0, self.alpha * _inv_or_zero(s) ** 2, 1.0)
+        """Ridge shifts ``α/s²`` of rows given by slot (or by norm), without forgetting
+        (the refinement route's; see :func:`ridge_shifts`)."""
+        return ridge_shifts(slots if by_norm else self.buf.s[slots], alpha=self.alpha)
 
     def _solve_windows(self, blk, lo, hi, new, s_new=None, seg=None):
         """Solve windows ``core + periphery[lo_i, hi_i)`` together.
@@ -279,7 +330,15 @@ class DualSolver(CoreBlockSolver):
             nK2 = blk.nKA2 + 2.0 * (blk.kA2[idx] * valid).sum(axis=1) + kp2
             with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
                 kappa = np.sqrt(nK2 * (np.abs(inv2) / vv).max(axis=1))
-            r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, np.where(kappa <= KAPPA_REFINE_MAX, REFINE, ORTHOGONAL))
+            if blk.forgets:
+                # window j's matrix P + δΣ, with 0 ⪯ Σ ⪯ P: κ within a factor 1 + |δ|/(1 − |δ|)
+                # of P's; no refinement route (its residual is that of P)
+                steps = np.array([blk.j]) if new is None else new[sel] - blk.ell
+                delta = blk.delta(steps)
+                kappa = kappa * np.maximum(1.0 + delta, 1.0 / (1.0 + delta))
+                r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, ORTHOGONAL)
+            else:
+                r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, np.where(kappa <= KAPPA_REFINE_MAX, REFINE, ORTHOGONAL))
             r[~solved] = ORTHOGONAL
             if self.alpha == 0.0:
                 # the interpolant is lstsq's answer only if lstsq keeps every singular
@@ -287,6 +346,22 @@ class DualSolver(CoreBlockSolver):
                 with np.errstate(invalid="ignore", over="ignore"):
                     keeps = np.sqrt(kappa) * spread[sel] * lstsq_cutoff(1.0, n=self.N, D=self.D) <= 1e-3
                 r[~keeps] = ORTHOGONAL
+            if blk.forgets:
+                fast = np.flatnonzero(r == FAST)
+                x, ok = self._forgetting_ridge(blk, idx[fast], valid[fast], S[fast], a[fast], delta[fast])
+                r[fast[~ok]] = ORTHOGONAL
+                route[sel] = r
+                if new is not None:
+                    # ŷ/s = k̂_Aᵀ x_A + k̂_Iᵀ x_I (the new row's products with the window)
+                    # (â = D^-½x; KP holds the scaled products k̂_pq/√(d_p d_q))
+                    nf = new[sel][fast]
+                    kA = seg["P_old"][nf - seg["m0"]][:, blk.slots_A] * blk.rd_A[None, :]
+                    kI = np.where(valid[fast], blk.KP[nf[:, None], idx[fast]], 0.0) / blk.rdP[nf][:, None]
+                    pred[sel.start + fast] = np.einsum("wa,wac->wc", kA, x[0]) + np.einsum("wi,wic->wc", kI, x[1])
+                else:
+                    for w in fast[ok]:
+                        parts[sel.start + w] = _Solution(blk, idx[w], valid[w], x[0][w], x[1][w])
+                continue
             route[sel] = r
             if new is not None:
                 # ŷ/s = r·u_A + t_Iᵀ S⁻¹ g_I,  t = the new row's T row
@@ -301,6 +376,68 @@ class DualSolver(CoreBlockSolver):
                 if new is None or r[w] == REFINE:
                     parts[i] = a[w][valid[w]]
         return route, pred, parts
+
+    def _forgetting_ridge(self, blk, idx, valid, S, a, delta):
+        """A ridge with forgetting: solve ``(P + δ_w Σ) x = ỹ`` for the windows ``w``.
+
+        ``P`` is a window's matrix with the block's reference shifts ``Σ`` (what the
+        blocks solve: ``S`` its periphery's Schur complements, ``a`` = ``(P⁻¹ỹ)_I``),
+        ``δ_w`` from :meth:`_DualBlock.delta`. With ``x₀ = P⁻¹ỹ``::
+
+            x ← (1 − ω) x + ω (x₀ − δ P⁻¹(Σ x)),     ω = 2 / (2 + δ)
+
+        Its fixed point is the solution (``P x + δΣx = ỹ``); since ``P⁻¹Σ`` has its
+        eigenvalues in ``[0, 1]``, it contracts by ``|δ|/(2 + δ) ≤ 1/7`` a step
+        (:data:`_SHIFT_SPREAD`). A step is two triangular solves with the core factor
+        and one product with each window's ``S⁻¹``, for all the windows together.
+
+        Returns ``x`` as ``(x_A, x_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and
+        which windows converged (to ``4 eps`` of ``max|x|``).
+        """
+        nw, H = idx.shape
+        c, nA, P = self.c, blk.slots_A.size, blk.slot.size
+        vm = valid[:, :, None]
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+
+        def scatter(vI):  # (nw, H, c) → (P, nw·c), zero outside each window
+            out = np.zeros((P, nw, c))
+            out[idx[valid], w_of[valid]] = vI[valid]
+            return out.reshape(P, nw * c)
+
+        Sinv = np.linalg.inv(S) if nw else S  # SPD, κ ≤ GRAM_KAPPA_MAX (the fast route)
+
+        def p_inv(vA, vI):
+            # P⁻¹v:  u = L⁻¹v_A,  x_I = S⁻¹(v_I − R_Iᵀu),  x_A = L⁻ᵀ(u − R_I x_I)
+            u = blk._fwd(vA)
+            Rtu = (blk.R.T @ u).reshape(P, nw, c)[idx, w_of]
+            xI = (Sinv @ ((vI - Rtu) * vm)) * vm
+            return blk._bwd(u - blk.R @ scatter(xI)), xI
+
+        # x₀ = P⁻¹ỹ:  x_I = a,  x_A = K_AA⁻¹ỹ_A − X_I a
+        x0I = a * vm
+        x0A = np.tile(blk.a_y, nw) - blk.X @ scatter(x0I)
+        dA = np.repeat(delta, c)[None, :]
+        dI = delta[:, None, None]
+        wA, wI = 2.0 / (2.0 + dA), 2.0 / (2.0 + dI)
+        sA = blk.shift_A[:, None]
+        sI = blk.shiftP[idx][:, :, None] * vm
+        xA, xI = x0A, x0I
+        ok = np.zeros(nw, dtype=bool)
+        for _ in range(_MAX_STEPS):
+            yA, yI = p_inv(sA * xA, sI * xI)
+            nA_ = (1.0 - wA) * xA + wA * (x0A - dA * yA)
+            nI_ = (1.0 - wI) * xI + wI * (x0I - dI * yI)
+            change = np.maximum(
+                np.abs(nA_ - xA).reshape(nA, nw, c).max(axis=(0, 2), initial=0.0),
+                np.abs(nI_ - xI).max(axis=(1, 2), initial=0.0))
+            size = np.maximum(
+                np.abs(nA_).reshape(nA, nw, c).max(axis=(0, 2), initial=0.0),
+                np.abs(nI_).max(axis=(1, 2), initial=0.0))
+            xA, xI = nA_, nI_
+            ok = change <= 4 * _EPS * size
+            if ok.all():
+                break
+        return (np.moveaxis(xA.reshape(nA, nw, c), 1, 0), xI), ok
 
     def _refine_windows(self, blk, idx, valid, a_P, new, seg):
         """One step of refinement for several windows of a segment, as matrix products.
@@ -399,14 +536,18 @@ class DualSolver(CoreBlockSolver):
         s_new = np.zeros(1) if s_new is None else s_new
         q = np.concatenate([buf.s[buf.slots()], s_new[:-1]])
         with np.errstate(divide="ignore"):
-            lq = np.log(q) - 0.5 * np.log(self.lam) * np.arange(q.size)
+            # zero rows are decoupled (see _shift): NaN, which fmax and fmin skip
+            lq = np.where(q > 0, np.log(q), np.nan) - 0.5 * np.log(self.lam) * np.arange(q.size)
         padded = np.concatenate([np.full(self.N, np.nan), lq])
         ends = buf.n + np.arange(s_new.size)  # each window: the N values before its end
         V = np.lib.stride_tricks.sliding_window_view(padded, self.N)[ends]
         with np.errstate(invalid="ignore"):
-            return np.exp(np.fmax.reduce(V, axis=1) - np.fmin.reduce(V, axis=1))
+            spread = np.exp(np.fmax.reduce(V, axis=1) - np.fmin.reduce(V, axis=1))
+        return np.where(np.isnan(spread), 1.0, spread)  # a window of zero rows: β = 0
 
     def _coef(self, blk, a_P):
+        if isinstance(a_P, _Solution):  # the whole window's â (a ridge with forgetting)
+            return self.buf.Zh.T @ a_P.by_slot(self.buf.N)
         # â_A = K̂_AA⁻¹ ỹ_A − X_I â_I,  β = Ẑ_Aᵀ â_A + Ẑ_Iᵀ â_I
         I = slice(blk.dropped, blk.m)
         # â by ring slot (zero outside the window): one product with the ring, no copy
@@ -415,6 +556,36 @@ class DualSolver(CoreBlockSolver):
         a[blk.slots_A] = blk.a_y - blk.X[:, I] @ a_P
         a[blk.slot[I]] = a_P
         return self.buf.Zh.T @ a
+
+
+class _Solution:
+    """``â`` of one window of a block: core part ``xA`` and periphery part ``xI``."""
+
+    def __init__(self, blk, idx, valid, xA, xI):
+        self.slots_A, self.slots_I = blk.slots_A, blk.slot[idx[valid]]
+        # â = D^-½ x (the block's Jacobi scaling)
+        self.xA, self.xI = xA * blk.rd_A[:, None], xI[valid] * blk.rdP[idx[valid]][:, None]
+
+    def by_slot(self, N):
+        a = np.zeros((N, self.xA.shape[1]))
+        a[self.slots_A] = self.xA
+        a[self.slots_I] = self.xI
+        return a
+
+
+def ridge_shifts(s, *, alpha, log_w=0.0):
+    """The diagonal shifts ``α/(w s²)`` of rows of norms ``s`` and weights ``w = e^log_w``.
+
+    A zero row (a zero-weight row is handed over as one) gets ``1``: with a unit diagonal,
+    a zero row of the Gram matrix and ``ỹ = 0`` it gets ``â = 0``, what the pseudo-inverse
+    gives it, and leaves the rest of the system as it would be without it. Shifts beyond
+    ``1e200`` are capped there: such a row is decoupled to rounding either way.
+    """
+    if alpha == 0.0:
+        return np.where(s > 0, 0.0, 1.0)
+    with np.errstate(over="ignore", divide="ignore"):
+        shift = alpha * np.exp(-log_w) * _inv_or_zero(s) ** 2
+    return np.where(s > 0, np.minimum(shift, _SHIFT_MAX), 1.0)
 
 
 def _inv_or_zero(s):

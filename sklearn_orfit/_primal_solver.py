@@ -27,7 +27,8 @@ ill-conditioned for the normal equations (condition estimate above
 import numpy as np
 from scipy.linalg import lapack
 
-from ._kernels import GRAM_KAPPA_MAX, probes, solve_stack
+from ._dual_solver import _MAX_STEPS, forgetting_block_size
+from ._kernels import EPS, GRAM_KAPPA_MAX, probes, solve_stack
 from ._window_solvers import FAST, ORTHOGONAL, CoreBlockSolver, _principal_blocks
 
 __all__ = ["PrimalSolver", "primal_block_size"]
@@ -36,7 +37,7 @@ __all__ = ["PrimalSolver", "primal_block_size"]
 _WEIGHT_RANGE = 1e100
 
 
-def primal_block_size(window_size, n_features, forgetting_factor):
+def primal_block_size(window_size, n_features, forgetting_factor, alpha=0.0):
     """``b ≈ 3√D`` (the core's ``O(D³/b)`` against the periphery's ``O(b³)``), capped so
     that the relative weights ``λ^-b`` stay below ``1e100``.
 
@@ -47,6 +48,8 @@ def primal_block_size(window_size, n_features, forgetting_factor):
     b = max(8, round(3.0 * np.sqrt(n_features)))
     if forgetting_factor < 1.0:
         b = min(b, int(np.log(_WEIGHT_RANGE) / -np.log(forgetting_factor)))
+        if alpha > 0:
+            b = min(b, forgetting_block_size(forgetting_factor))
     return int(max(1, min(b, window_size)))
 
 
@@ -61,6 +64,10 @@ class _PrimalBlock:
     def __init__(self, *, buf, block_size, lam, alpha, c, gram):
         self.buf = buf
         self.log_lam = np.log(lam) if lam < 1.0 else 0.0
+        # a ridge with forgetting: the block's factor has the ridge of its reference
+        # window j_ref (its middle); window j's is λ^-(j − j_ref) times it (see delta)
+        self.forgets = alpha > 0 and lam < 1.0
+        self.j_ref = 0.5 * (block_size - 1) if self.forgets else 0.0
         self.n0 = buf.n
         self.ell = max(0, buf.n + block_size - buf.N)
         self.b = block_size
@@ -83,10 +90,12 @@ class _PrimalBlock:
         # M_A = Σ_A ω ẑẑᵀ: the window's Gram matrix once the old rows have left, which is
         # where the next block's starts from (_WindowGram.advance adds the new rows to it)
         self.M_A = S.copy()
-        S.flat[:: D + 1] += alpha * np.exp(-self.log_c0)
+        S.flat[:: D + 1] += alpha * np.exp(-self.log_c0 - self.j_ref * self.log_lam)
         d = np.sqrt(S.diagonal().copy())
         d[~(d > 0)] = 1.0
         self.d = d
+        # Σ: the reference ridge in the scaled coordinates (β̂ = dβ)
+        self.ridge = alpha * np.exp(-self.log_c0 - self.j_ref * self.log_lam) / (d * d)
         S /= d[:, None]
         S /= d[None, :]
         self.nSA = float(np.sqrt(np.einsum("ij,ij->", S, S)))
@@ -143,6 +152,11 @@ class _PrimalBlock:
         self.rphi[new] = R.T @ self.phi
         self.zd2[new] = np.einsum("ij,ij->i", Zd, Zd)
         self.m += n
+
+    def delta(self, steps):
+        """``δ = λ^-(j − j_ref) − 1`` of the windows ``j = steps`` of the block: window
+        ``j``'s matrix is ``P + δ Σ`` (``P`` the block's, ``Σ`` its ridge)."""
+        return np.expm1(-(np.asarray(steps, dtype=float) - self.j_ref) * self.log_lam)
 
     def capacitance(self, I):
         """``C = I + ν T_II ν`` for the periphery range ``I``."""
@@ -255,7 +269,7 @@ class PrimalSolver(CoreBlockSolver):
     forgetting_factor : float
         ``λ``.
     alpha : float
-        Ridge ``α``; ``alpha > 0`` requires ``forgetting_factor == 1`` on this route.
+        Ridge ``α``.
     block_size : int, default=None
         ``b``; :func:`primal_block_size` when None.
 
@@ -270,12 +284,10 @@ class PrimalSolver(CoreBlockSolver):
     orientation = "rows"
 
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size=None):
-        if alpha > 0 and forgetting_factor != 1.0:
-            raise ValueError("the primal route takes a ridge only without forgetting")
         super().__init__(
             window_size=window_size, n_features=n_features, n_targets=n_targets,
             forgetting_factor=forgetting_factor, alpha=alpha, gram=False,
-            block_size=block_size or primal_block_size(window_size, n_features, forgetting_factor),
+            block_size=block_size or primal_block_size(window_size, n_features, forgetting_factor, alpha),
         )
 
     def _new_block(self):
@@ -324,7 +336,27 @@ class PrimalSolver(CoreBlockSolver):
             inv = np.sqrt(np.einsum("dk,dk->k", Wt, Wt).reshape(nwin, 2).max(axis=1))
             with np.errstate(invalid="ignore", over="ignore"):
                 kappa = (blk.nSA + (nu * nu * blk.zd2[idx]).sum(axis=1)) * inv
-            route[sel] = np.where((kappa <= GRAM_KAPPA_MAX) & solved, FAST, ORTHOGONAL)
+            if blk.forgets:
+                # window j's matrix P + δΣ, 0 ⪯ Σ ⪯ P: κ within 1 + |δ|/(1 − |δ|) of P's
+                steps = np.array([blk.j]) if new is None else new[sel] - blk.ell
+                delta = blk.delta(steps)
+                kappa = kappa * np.maximum(1.0 + delta, 1.0 / (1.0 + delta))
+            r = np.where((kappa <= GRAM_KAPPA_MAX) & solved, FAST, ORTHOGONAL)
+            if blk.forgets:
+                fast = np.flatnonzero(r == FAST)
+                X, ok = self._forgetting_ridge(blk, idx[fast], valid[fast], nu[fast], C[fast], wy[fast],
+                                               m_y[fast], delta[fast])
+                r[fast[~ok]] = ORTHOGONAL
+                route[sel] = r
+                if new is not None:
+                    # ŷ/s = (ẑ/d)·x = r_newᵀ X,  X = Lᵀx
+                    Rn = blk.R[:, new[sel][fast]]  # (D, nw)
+                    pred[sel.start + fast] = np.einsum("dw,dwc->wc", Rn, X)
+                else:
+                    for w in fast[ok]:
+                        parts[sel.start + w] = _Scaled(X[:, w])
+                continue
+            route[sel] = r
             if new is not None:
                 # ŷ/s = ρ·h_A + t_I·(w s y)_I − (ν∘t_I)ᵀ m,  t = the new row's T row
                 t = np.where(valid, blk.T[new[sel, None], idx], 0.0)
@@ -334,8 +366,62 @@ class PrimalSolver(CoreBlockSolver):
                     parts[i] = (nu[w][:, None] * m_y[w])[valid[w]]
         return route, pred, parts
 
+    def _forgetting_ridge(self, blk, idx, valid, nu, C, wy, m_y, delta):
+        """A ridge with forgetting: solve ``(P + δ_w Σ) x = b`` for the windows ``w``.
+
+        In the block's scaled coordinates (``x = dβ``), ``P`` a window's normal matrix
+        with the reference ridge, ``Σ`` that ridge, ``x₀ = P⁻¹b`` its fast solution::
+
+            x ← (1 − ω) x + ω (x₀ − δ P⁻¹(Σ x)),     ω = 2 / (2 + δ)
+
+        (``P⁻¹Σ`` has its eigenvalues in ``[0, 1]``: it contracts by ``|δ|/(2 + δ)`` a
+        step). Iterated on ``X = Lᵀx`` (then ``ŷ/s = r_newᵀX``): a step is two triangular
+        solves with the core factor and one product with each window's ``C⁻¹``.
+
+        Returns ``X`` of shape ``(D, nw, c)`` and which windows converged.
+        """
+        nw, H = idx.shape
+        c, D, P = self.c, self.D, blk.slot.size
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+
+        def scatter(v):  # (nw, H, c) → (P, nw·c), zero outside each window
+            out = np.zeros((P, nw, c))
+            out[idx[valid], w_of[valid]] = v[valid]
+            return out.reshape(P, nw * c)
+
+        Cinv = np.linalg.inv(C) if nw else C  # C = I + ν T ν ⪰ I
+        # X₀ = Lᵀx₀ = h_I − R_I ν C⁻¹ ν R_Iᵀ h_I,  h_I = h_A + R_I (w s y)_I
+        X0 = np.tile(blk.h, nw) + blk.R @ scatter(wy - nu[:, :, None] * m_y)
+        dX = np.repeat(delta, c)[None, :]
+        omega = 2.0 / (2.0 + dX)
+        ridge = blk.ridge[:, None]
+        X = X0
+        ok = np.zeros(nw, dtype=bool)
+        for _ in range(_MAX_STEPS):
+            # Y = Lᵀ P⁻¹(Σx):  u = L⁻¹ Σ L⁻ᵀ X,  Y = u − R_I ν C⁻¹ ν R_Iᵀ u
+            u = blk._fwd(ridge * lapack.dtrtrs(blk.L, X, lower=1, trans=1)[0])
+            t = (blk.R.T @ u).reshape(P, nw, c)[idx, w_of] * nu[:, :, None]
+            Y = u - blk.R @ scatter(nu[:, :, None] * (Cinv @ t))
+            new = (1.0 - omega) * X + omega * (X0 - dX * Y)
+            change = np.abs(new - X).reshape(D, nw, c).max(axis=(0, 2), initial=0.0)
+            size = np.abs(new).reshape(D, nw, c).max(axis=(0, 2), initial=0.0)
+            X = new
+            ok = change <= 4 * EPS * size
+            if ok.all():
+                break
+        return X.reshape(D, nw, c), ok
+
     def _coef(self, blk, nu_m):
+        if isinstance(nu_m, _Scaled):  # X = Lᵀx of the window (a ridge with forgetting)
+            return lapack.dtrtrs(blk.L, nu_m.X, lower=1, trans=1)[0] / blk.d[:, None]
         # β = d⁻¹ L_A⁻ᵀ (h_I − R_I ν C⁻¹ ν R_Iᵀ h_I),  h_I = h_A + R_I (w s y)_I
         I = slice(blk.dropped, blk.m)
         w = blk.h + blk.R[:, I] @ (blk.wy[I] - nu_m)
         return lapack.dtrtrs(blk.L, w, lower=1, trans=1)[0] / blk.d[:, None]
+
+
+class _Scaled:
+    """``X = Lᵀ(dβ)`` of one window of a block (a ridge with forgetting)."""
+
+    def __init__(self, X):
+        self.X = X

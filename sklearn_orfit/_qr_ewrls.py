@@ -350,8 +350,7 @@ def make_solver(est, *, n_features, n_targets):
         return GivensSolver(**params)
     if est.solver == "svd":
         return BatchSolver(**params, orthogonal_only=True)
-    ridge_with_forgetting = est.alpha > 0 and est.forgetting_factor < 1
-    if est.window_size <= SHORT_WINDOW or ridge_with_forgetting:
+    if est.window_size <= SHORT_WINDOW:
         return BatchSolver(**params)
     if n_features >= est.window_size:
         return DualSolver(**params)
@@ -362,21 +361,23 @@ def make_solver(est, *, n_features, n_targets):
 
 
 class DualThenPrimal:
-    """``D < N``: the dual route while the window holds at most ``D`` rows, the primal
-    route from then on.
+    """``D < N``: the dual route while the window holds at most ``D`` non-zero rows, the
+    primal route from then on.
 
-    While the window fills, its first ``D`` rows are a window with no more rows than
-    features: the dual route's (``O(n·D + n²)`` a row). The primal route's core, the
-    normal equations of those rows, would be singular there (or, with a small ridge,
-    conditioned like ``1/α``). When the ``D + 1``-th row arrives the rows are handed to the
-    primal route, which keeps them from then on.
+    While the window fills, and while it has no more non-zero rows (zero-weight rows are
+    zero rows) than features, its normal equations are singular (or, with a small ridge,
+    conditioned like ``1/α``): such a window is the dual route's (``O(n·D + n²)`` a row).
+    Before the row that would make ``D + 1`` non-zero rows (or when the dual route's ring
+    of ``min(N, 2D)`` rows is full) the rows are handed to the primal route, which keeps
+    them from then on.
     """
 
     def __init__(self, **params):
         self.params = params
         D = params["n_features"]
-        dual = dict(params, window_size=D)
-        self.inner = BatchSolver(**dual) if D <= SHORT_WINDOW else DualSolver(**dual)
+        dual = dict(params, window_size=min(params["window_size"], 2 * D))
+        short = dual["window_size"] <= SHORT_WINDOW
+        self.inner = BatchSolver(**dual, dual=True) if short else DualSolver(**dual)
         self.primal = False
         self.n_orthogonal_filling = 0
 
@@ -407,14 +408,17 @@ class DualThenPrimal:
     def update(self, Z, Y, *, predict):
         if self.primal:
             return self.inner.update(Z, Y, predict=predict)
-        # rows the dual route takes before the window would hold D + 1 rows
-        room = self.params["n_features"] - self.inner.buf.n
+        buf = self.inner.buf
+        # the rows the dual route takes: while its ring has room and the window, with the
+        # row, holds at most D non-zero rows
+        n_nonzero = int(np.count_nonzero(buf.s[buf.slots()])) + np.cumsum(Z.any(axis=1))
+        take = min(buf.N - buf.n, int(np.searchsorted(n_nonzero, self.params["n_features"], side="right")))
         parts = []
-        if room > 0:
-            parts.append(self.inner.update(Z[:room], Y[:room], predict=predict))
-        if Z.shape[0] > room:
+        if take > 0:
+            parts.append(self.inner.update(Z[:take], Y[:take], predict=predict))
+        if Z.shape[0] > take:
             self._to_primal()
-            parts.append(self.inner.update(Z[room:], Y[room:], predict=predict))
+            parts.append(self.inner.update(Z[take:], Y[take:], predict=predict))
         return np.concatenate(parts) if predict else None
 
     def _to_primal(self):

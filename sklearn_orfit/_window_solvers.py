@@ -339,8 +339,9 @@ class CoreBlockSolver:
         sw = buf.sqrt_weights(self.lam)
         Z, Y = buf.raw()
         self.n_orthogonal += 1
-        if self.orientation == "rows" and buf.n <= self.D and not self.alpha:
-            # a window with no more rows than features: from scratch, O(n·D²) with n ≤ D
+        if (self.orientation == "rows" and buf.n <= self.D and not self.alpha) or (self.alpha and self.lam < 1):
+            # from scratch: a window with no more rows than features (O(n·D²), n ≤ D), or a
+            # ridge with forgetting (the ridge rows of the factors would age with the rest)
             return lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha)[0][0]
         if self.orth is None:
             self.orth = SlidingQR(

@@ -1,0 +1,136 @@
+"""Regression tests of the default solver: settings that raised, were inexact, or left the
+fast routes. Each test fails on the version before its fix."""
+
+import numpy as np
+import pytest
+from _oracle import prequential_oracle, window_lstsq
+
+import sklearn_orfit._kernels as kernels
+from sklearn_orfit import QREWRLSRegressor, prequential_predict
+
+EPS = np.finfo(np.float64).eps
+
+
+def assert_matches_oracle(pred, Z, y, *, N, lam=1.0, alpha=0.0, sample_weight=None):
+    o_pred, kappa, _ = prequential_oracle(
+        Z, y, window_size=N, forgetting_factor=lam, alpha=alpha, sample_weight=sample_weight
+    )
+    scale = max(1.0, np.abs(o_pred).max())
+    tol = np.maximum(1e-9, 100 * EPS * kappa) * scale
+    err = np.abs(pred.reshape(o_pred.shape) - o_pred).max(axis=1)
+    worst = int(np.argmax(err / tol))
+    assert np.all(err <= tol), f"step {worst}: {err[worst]:.3e} > {tol[worst]:.3e}"
+
+
+def test_svd_falls_back_to_gesvd_where_gesdd_does_not_converge(monkeypatch):
+    # LAPACK's gesdd failed ("SVD did not converge") on a rank-deficient triangular factor
+    # of a window whose first lag rows were identical; gesvd decomposes it. The failure
+    # depends on the LAPACK build, so gesdd is made to fail here.
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(3, 6, 4))
+    expected = np.linalg.svd(A, full_matrices=False)
+    calls = {"n": 0}
+    real = np.linalg.svd
+
+    def gesdd_fails(*args, **kwargs):
+        calls["n"] += 1
+        raise np.linalg.LinAlgError("SVD did not converge")
+
+    monkeypatch.setattr(kernels.np.linalg, "svd", gesdd_fails)
+    U, s, Vt = kernels.svd(A)
+    assert calls["n"] == 1
+    np.testing.assert_allclose(s, expected[1], rtol=1e-13)
+    np.testing.assert_allclose(U @ (s[:, :, None] * Vt), A, atol=1e-13)
+    np.testing.assert_allclose(kernels.svd(A[0], compute_uv=False), expected[1][0], rtol=1e-13)
+    # a whole stream on the orthogonal route, every SVD through the fallback
+    Z, y = rng.normal(size=(40, 12)), rng.normal(size=40)
+    Z[:10] = Z[0]  # rank-deficient windows
+    pred = prequential_predict(QREWRLSRegressor(15, solver="svd"), Z, y)
+    monkeypatch.setattr(kernels.np.linalg, "svd", real)
+    assert_matches_oracle(pred, Z, y, N=15)
+
+
+@pytest.mark.parametrize("seed", [0, 5, 13])
+@pytest.mark.parametrize("rows_per_call", [1, 120])
+def test_mixed_scales_in_blocks_do_not_raise_singular_matrix(seed, rows_per_call):
+    # D = 2, N = 100, row scales 10**k with k drawn from [-200, 200] in blocks of 7: the
+    # primal route's capacitance matrix was exactly singular (LinAlgError at row 30)
+    rng = np.random.default_rng(seed)
+    n = 120
+    k = np.repeat(rng.integers(-200, 201, size=n // 7 + 1), 7)[:n]
+    Z = rng.normal(size=(n, 2)) * 10.0 ** k[:, None]
+    y = rng.normal(size=n)
+    reg = QREWRLSRegressor(100)
+    pred = np.concatenate([prequential_predict(reg, Z[a : a + rows_per_call], y[a : a + rows_per_call])
+                           for a in range(0, n, rows_per_call)])
+    assert_matches_oracle(pred, Z, y, N=100)
+
+
+@pytest.mark.parametrize("N", [33, 40, 100])
+def test_one_fewer_feature_than_the_window_row_by_row(N):
+    # D = N - 1, one row a call: at row N the orthogonal factors came back with a square Q
+    # and every later row raised "operands could not be broadcast"
+    rng = np.random.default_rng(N)
+    T = N + 30
+    Z, y = rng.normal(size=(T, N - 1)), rng.normal(size=T)
+    reg = QREWRLSRegressor(N)
+    pred = np.concatenate([prequential_predict(reg, Z[t : t + 1], y[t : t + 1]) for t in range(T)])
+    assert_matches_oracle(pred, Z, y, N=N)
+
+
+@pytest.mark.parametrize("D", [2, 3, 4, 5])
+def test_tiny_ridge_with_fewer_rows_than_features_is_exact(D):
+    # alpha = 1e-12, N = 100: the first rows of the stream were solved through the primal
+    # normal equations of a window with fewer rows than features (error ≈ eps/α: up to
+    # 2.7e-3 relative); now the dual route until the window holds D + 1 rows
+    worst = 0.0
+    for seed in range(10):
+        rng = np.random.default_rng(seed)
+        Z, y = rng.normal(size=(7, D)), rng.normal(size=(7, 1))
+        reg = QREWRLSRegressor(100, alpha=1e-12)
+        for t in range(1, 8):
+            reg.partial_fit(Z[t - 1 : t], y[t - 1 : t, 0])
+            beta, kappa = window_lstsq(Z, y, t, window_size=100, forgetting_factor=1.0, alpha=1e-12)
+            err = np.linalg.norm(reg.coef_ - beta[:, 0]) / np.linalg.norm(beta)
+            worst = max(worst, err / (EPS * kappa))
+    assert worst <= 100, worst
+
+
+@pytest.mark.parametrize("kind", ["zero_weights", "zero_rows"])
+@pytest.mark.parametrize("D, N", [(48, 40), (48, 20), (12, 40)])
+def test_zero_rows_and_zero_weights_stay_on_the_fast_route(kind, D, N):
+    # a zero row (a zero-weight row is handed to the solver as one) was a zero on the
+    # Gram matrix's diagonal: every window holding one went to the orthogonal route
+    # (N = 1000, D = 1024, 30 % zero rows: 374 ms an update instead of 0.7 ms)
+    rng = np.random.default_rng(D + N)
+    T = 4 * N
+    Z, y = rng.normal(size=(T, D)), rng.normal(size=T)
+    sw = None
+    if kind == "zero_rows":
+        Z[rng.random(T) < 0.3] = 0.0
+    else:
+        sw = np.where(rng.random(T) < 0.2, 0.0, 1.0)
+    reg = QREWRLSRegressor(N)
+    pred = prequential_predict(reg, Z, y, sample_weight=sw)
+    assert_matches_oracle(pred, Z, y, N=N, sample_weight=sw)
+    assert reg.n_orthogonal_windows_ == 0
+
+
+@pytest.mark.parametrize("lam", [0.999, 0.97, 0.9])
+@pytest.mark.parametrize("alpha", [1e-6, 0.1, 10.0])
+@pytest.mark.parametrize("D, N", [(160, 60), (16, 60)])
+def test_ridge_with_forgetting_on_the_block_routes(D, N, lam, alpha):
+    # a ridge with forgetting solved every window from scratch (N = 1000, D = 2048,
+    # λ = 0.999, α = 0.1: 48.6 ms an update); now the block routes, which iterate
+    # against the factor of the block's middle window (one scalar, the ridge against the
+    # ageing weights, changes from window to window)
+    from _oracle import abo_features
+
+    Z, y = abo_features(D, 300)
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
+    pred = np.concatenate([prequential_predict(reg, Z[a:b], y[a:b]) for a, b in [(0, 1), (1, 97), (97, 98), (98, 300)]])
+    assert_matches_oracle(pred, Z, y, N=N, lam=lam, alpha=alpha)
+    beta, kappa = window_lstsq(Z, y[:, None], 300, window_size=N, forgetting_factor=lam, alpha=alpha)
+    np.testing.assert_allclose(reg.coef_, beta[:, 0], rtol=0, atol=100 * EPS * kappa * np.abs(beta).max())
+    assert reg.n_orthogonal_windows_ == 0
+    assert type(getattr(reg._solver, "inner", reg._solver)).__name__ in ("DualSolver", "PrimalSolver")
