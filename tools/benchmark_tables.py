@@ -180,6 +180,74 @@ def table5_baseline(doc):
               f"worst ratio {worst:.2f} (target ≤ 1.10 — {'met' if worst <= 1.10 else '**missed**'}).")
 
 
+def solver_sweep(doc):
+    """The worst-case sweep: its targets, then the worst figures of each ``(N, D)``."""
+    res = doc["results"]
+    s, rows = res["summary"], res["rows"]
+
+    def label(r):
+        return f"λ={r['lam']:g} α={r['alpha']:g} {r['data']}"
+
+    def ratio(r, key):
+        lower = r.get({"ratio_full": "full_lower_bound", "ratio_fill": "fill_lower_bound"}[key])
+        return ("≥" if lower else "") + num(r[key], ".1f")
+
+    def value(x):  # NaN is null in the JSON, infinity "inf"
+        return math.inf if x == "inf" else x if isinstance(x, (int, float)) else None
+
+    def worst(rs, key):
+        vals = [r for r in rs if value(r.get(key)) is not None]
+        return max(vals, key=lambda r: value(r[key])) if vals else None
+
+    table = []
+    for N, D in sorted({(r["N"], r["D"]) for r in rows}):
+        rs = [r for r in rows if (r["N"], r["D"]) == (N, D)]
+        wf, wu, we = worst(rs, "ratio_full"), worst(rs, "ratio_fill"), worst(rs, "error")
+        fulls = sorted(value(r["ratio_full"]) for r in rs if value(r.get("ratio_full")) is not None)
+        median = fulls[len(fulls) // 2] if fulls else None
+        table.append([
+            N, D, len(rs), num(median, ".1f"),
+            "—" if wf is None else f"{ratio(wf, 'ratio_full')} ({label(wf)})",
+            "—" if wu is None else f"{ratio(wu, 'ratio_fill')} ({label(wu)})",
+            "—" if we is None else f"{num(we['error'], '.2g')} ({label(we)})",
+            sum(r["exception"] is not None for r in rs),
+            sum(bool(r["outside_bound"]) for r in rs),
+            sum(r["stopped"] is not None for r in rs)])
+    lines = []
+    for t in s["targets"]:
+        key = {"worst ratio after the fill ≤ 5× the floor": "worst_ratio_full",
+               "worst ratio during the fill ≤ 10× the floor": "worst_ratio_fill"}
+        key = key.get(t["target"])
+        where = ""
+        if key and s.get(key):
+            w = s[key]
+            where = f" at {w['settings']}" + (" (a lower bound)" if w["lower_bound"] else "")
+        verdict = "met" if t["met"] else ("not run" if t["value"] is None else "**missed**")
+        lines.append(f"* target {t['target']}: {num(t['value'], '.3g')}{where} — {verdict}")
+    if s.get("worst_error"):
+        lines.append(f"* worst error: {num(s['worst_error']['value'], '.3g')} units of the bound "
+                     f"at {s['worst_error']['settings']}")
+    for e in s["exception_kinds"]:
+        message = e["message"][:200].strip()
+        lines.append(f"* exception, {e['count']}×: `{e['type']}: {message}` (first at "
+                     f"{e['first']}; {', '.join(e['phases'])} phase)")
+    for o in s["outside_bound_points"][:10]:
+        lines.append(f"* outside the bound: {o['settings']}, error {num(o['error'], '.3g')} at "
+                     f"step {o['step']} (κ {num(o['kappa'], '.2g')})")
+    if len(s["outside_bound_points"]) > 10:
+        lines.append(f"* … and {len(s['outside_bound_points']) - 10} more outside the bound")
+    pruned = sorted({(p["N"], p["D"]) for p in res["pruned"]})
+    st = res["settings"]
+    lines.append(f"* {s['points']} points ({st['sweep']} sweep, budget {st['budget_s']:g} s a "
+                 f"point), {s['stopped']} stopped by the budget, {s['pruned']} pruned by the "
+                 f"cost model" + (": " + ", ".join(f"N={n} D={d}" for n, d in pruned)
+                                  if pruned else "") + f"; {s['seconds'] / 60:.1f} minutes")
+    return (markdown(["N", "D", "points", "median ×floor after fill", "worst ×floor after fill",
+                      "worst ×floor during fill", "worst error (bound units)", "exceptions",
+                      "outside bound", "stopped"], "rrrrlllrrr", table)
+            + "\n\n" + "\n".join(lines))
+
+
 # name in the README marker → (JSON file under benchmarks/out, renderer)
 TABLES = {
     "stability": ("bench_stability.json", stability),
@@ -192,6 +260,7 @@ TABLES = {
     "window_scaling": ("bench_window_scaling.json", window_scaling),
     "table5": ("bench_table5.json", table5),
     "table5_baseline": ("bench_table5_baseline.json", table5_baseline),
+    "solver-sweep": ("bench_solver_sweep.json", solver_sweep),
 }
 
 
