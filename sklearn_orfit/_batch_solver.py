@@ -12,8 +12,8 @@ matrix), the small systems are solved together (:func:`solve_normal_stack`), and
 whose Gram matrix is too ill-conditioned (or has an all-zero row) is recomputed on the
 orthogonal route (:func:`lstsq_stack`, :func:`numpy.linalg.lstsq`'s cut-off). Nothing is
 carried from one window to the next, so nothing drifts; the cost is ``O(N³)`` (dual) or
-``O(N·D² + D³)`` (primal) a window, the right trade for ``N`` up to a few tens, and the
-exact route for a ridge with forgetting (which does not scale with the weights).
+``O(N·D² + D³)`` (primal) a window, the right trade for ``N`` up to a few tens and for
+windows of a few features (``N·D² ≤ 50,000``, ``SCRATCH_PRIMAL_FLOPS``).
 """
 
 import math

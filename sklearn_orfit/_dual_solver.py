@@ -126,7 +126,7 @@ class _DualBlock:
         # system D^-½ (K̂ + Σ) D^-½ (unit diagonal; its condition number is the one that
         # governs Cholesky's error), â = D^-½ x; without forgetting D = I
         self.rd_A = 1.0 / np.sqrt(K.diagonal()) if self.forgets else np.ones(nA)
-        self.rdP = np.ones(P)
+        self.rdP = np.zeros(P)  # 1/√d of the periphery rows, set as they enter
         if self.forgets:
             K *= self.rd_A[:, None] * self.rd_A[None, :]
             self.shift_A = self.shift_A * self.rd_A**2  # Σ, scaled

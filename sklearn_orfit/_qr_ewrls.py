@@ -61,14 +61,21 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
           for ``D ≥ N`` and ``O(D²)`` a row for ``D < N`` (plus amortised
           refactorisations, see Notes), by the route that fits the window:
 
-          - windows of up to 32 rows, and a ridge together with forgetting (which does
-            not scale with the weights): every window solved from scratch, the small
+          - windows of up to 32 rows: every window solved from scratch, the small
             ``N×N`` or ``D×D`` systems of a whole call together;
           - ``D ≥ N``: the dual route — a Cholesky factor of the rows that stay in the
             window for a block of rows, and a small Schur complement for the others;
-          - ``D < N``: the primal route — a Cholesky factor of the weighted normal
-            equations of those rows (their Gram matrix carried from block to block),
-            and Woodbury's identity for the others.
+          - ``D < N``: the dual route while the window has at most ``D`` non-zero rows
+            (the fill phase), then the primal route — a Cholesky factor of the weighted
+            normal equations of those rows (their Gram matrix carried from block to
+            block), and Woodbury's identity for the others.
+
+          Zero rows and zero-weight rows carry nothing and are decoupled (they keep
+          their window slot). A ridge together with forgetting does not scale with the
+          weights: the block's factor then has the ridge of its middle window, and each
+          window's system, which differs from it by one scalar, is solved by a short
+          iteration against that factor (blocks are kept short enough that it contracts
+          by at least ``1/7`` a step).
 
           A window whose Gram matrix is worse conditioned than ``1e6``
           (``κ(W½Z) ≳ 1e3``), or that is rank deficient, goes to the orthogonal route: an
@@ -127,6 +134,9 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
       equations (``D² + D³/b`` a row), recomputed from the window every ``N`` rows;
       memory: the window and ``O(D²)``.
     * windows of up to 32 rows: ``O(N³)`` (``D ≥ N``) or ``O(N·D² + D³)`` per window.
+    * a ridge with forgetting: blocks of at most ``2 ln 1.25 / −ln λ`` rows, and per row
+      about ten steps of the iteration, each two triangular solves with the core factor
+      (``2N²`` dual, ``2D²`` primal) and ``O(N·b)`` for the periphery.
 
     The measured costs against the window length are in the benchmarks
     (``benchmarks/bench_window_scaling.py``). There is no intercept: centre ``y`` or
@@ -338,6 +348,10 @@ _CALL_NUMBERS = 2**21
 # windows up to this length are solved from scratch, in batches (the fastest exact way for
 # short windows); longer ones by the block solvers
 SHORT_WINDOW = 32
+# and so are windows of a few features (D < N): their normal equations cost N·D² a window,
+# formed for a whole call in a few stacked products, less than a block solver's fixed cost
+# a row (measured: N = 500, D = 2 ...)
+SCRATCH_PRIMAL_FLOPS = 50_000
 
 
 def make_solver(est, *, n_features, n_targets):
@@ -350,7 +364,9 @@ def make_solver(est, *, n_features, n_targets):
         return GivensSolver(**params)
     if est.solver == "svd":
         return BatchSolver(**params, orthogonal_only=True)
-    if est.window_size <= SHORT_WINDOW:
+    if est.window_size <= SHORT_WINDOW or (
+        n_features < est.window_size and est.window_size * n_features**2 <= SCRATCH_PRIMAL_FLOPS
+    ):
         return BatchSolver(**params)
     if n_features >= est.window_size:
         return DualSolver(**params)

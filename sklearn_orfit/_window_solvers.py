@@ -17,7 +17,7 @@ will overwrite) and ``n_orthogonal``. Here:
 import numpy as np
 from scipy.linalg import lapack, qr, qr_delete, qr_insert, solve_triangular
 
-from ._kernels import lstsq_cutoff, lstsq_stack, pinv_factors, probes, svd
+from ._kernels import EPS, lstsq_cutoff, lstsq_stack, pinv_factors, probes, svd
 from ._window import WindowBuffer, normalise_rows
 
 __all__ = ["CoreBlockSolver", "SlidingQR"]
@@ -142,8 +142,8 @@ class SlidingQR:
         """``lstsq([Ã; √α I], [Ỹ; 0])`` from the factors.
 
         ``O(n²)`` plus one product with ``Q`` when ``R`` is safely invertible (a
-        triangular solve), ``O(n³)`` (an SVD of ``R``) when the window is close to rank
-        deficiency or ``alpha > 0``.
+        triangular solve), ``O(n³)`` (an SVD of ``R``) when lstsq's cut-off could
+        truncate a singular value of the window.
         """
         Q, R = self.Q, self.R
         n_rows, D = (R.shape[0], Q.shape[0]) if self.orientation == "columns" else (Q.shape[0], Q.shape[1])
@@ -156,9 +156,14 @@ class SlidingQR:
                 Yw = np.vstack([Yw, np.zeros((self.D, Yw.shape[1]))])
         if alpha == 0.0 and R.shape[0] == R.shape[1] and R.size:
             rcond, info = lapack.dtrcon(R, norm="1", uplo="U", diag="N")
-            # the 1-norm estimate is within a factor n of the 2-norm one; stay far from
-            # lstsq's cut-off eps·max(n, D)
-            if info == 0 and rcond > 1e3 * R.shape[0] * lstsq_cutoff(1.0, n=n_rows, D=D):
+            # κ₂(R) ≤ n/rcond₁, and LAPACK's estimate of ‖R⁻¹‖₁ is rarely low by more than
+            # a factor 10: no singular value is at lstsq's cut-off eps·max(n, D)·s_max when
+            # rcond₁ > 10·n·eps·max(n, D). The augmented factors of a ridge have no cut-off
+            # to follow (the ridge solution inverts every singular value): their triangular
+            # solve is within eps·κ(R), the oracle's own bound, once R is invertible.
+            k = R.shape[0]
+            limit = 10 * k * (EPS if self.root_alpha else lstsq_cutoff(1.0, n=n_rows, D=D))
+            if info == 0 and rcond > limit:
                 if self.orientation == "columns":
                     # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
                     return Q @ solve_triangular(R, Yw, trans="T", check_finite=False)
@@ -337,13 +342,15 @@ class CoreBlockSolver:
         """``β`` of the current window on the orthogonal route."""
         buf = self.buf
         sw = buf.sqrt_weights(self.lam)
-        Z, Y = buf.raw()
         self.n_orthogonal += 1
         if (self.orientation == "rows" and buf.n <= self.D and not self.alpha) or (self.alpha and self.lam < 1):
             # from scratch: a window with no more rows than features (O(n·D²), n ≤ D), or a
             # ridge with forgetting (the ridge rows of the factors would age with the rest)
+            Z, Y = buf.raw()
             return lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha)[0][0]
+        Y = buf.Y[buf.slots()]  # the factors hold the rows: only the targets are read
         if self.orth is None:
+            Z, _ = buf.raw()
             self.orth = SlidingQR(
                 Z * sw[:, None], orientation=self.orientation, window_size=self.N,
                 alpha=self.alpha, slots=buf.slots(),

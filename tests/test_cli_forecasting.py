@@ -264,8 +264,12 @@ def test_continued_stream_equals_one_run(tmp_path, data, capsys, case, k):
     assert sorted(first) + sorted(second) == sorted(whole)
     np.testing.assert_array_equal([second[p] for p in sorted(second)],
                                   [whole[p] for p in sorted(second)])
-    np.testing.assert_array_equal([first[p] for p in sorted(first)],
-                                  [whole[p] for p in sorted(first)])
+    # the first run's last call is shorter than the uninterrupted run's call over the same
+    # rows: its products are BLAS calls of other shapes, whose rounding OpenBLAS does not
+    # keep row by row (0.3.31: 3.3e-13 relative at two rows, also on the code before the
+    # solver layer changed); the continued rows above make the same calls and are equal
+    np.testing.assert_allclose([first[p] for p in sorted(first)],
+                               [whole[p] for p in sorted(first)], rtol=1e-11, atol=0)
     # the time stamps of the continued rows are those of the second file
     pred = read_predictions(tmp_path / "p2" / f"forecast_second_a_{model}.csv")
     assert pred["time"][0] == str(TIMES[k])

@@ -97,7 +97,7 @@ def test_tiny_ridge_with_fewer_rows_than_features_is_exact(D):
 
 
 @pytest.mark.parametrize("kind", ["zero_weights", "zero_rows"])
-@pytest.mark.parametrize("D, N", [(48, 40), (48, 20), (12, 40)])
+@pytest.mark.parametrize("D, N", [(48, 40), (48, 20), (40, 200)])
 def test_zero_rows_and_zero_weights_stay_on_the_fast_route(kind, D, N):
     # a zero row (a zero-weight row is handed to the solver as one) was a zero on the
     # Gram matrix's diagonal: every window holding one went to the orthogonal route
@@ -118,7 +118,7 @@ def test_zero_rows_and_zero_weights_stay_on_the_fast_route(kind, D, N):
 
 @pytest.mark.parametrize("lam", [0.999, 0.97, 0.9])
 @pytest.mark.parametrize("alpha", [1e-6, 0.1, 10.0])
-@pytest.mark.parametrize("D, N", [(160, 60), (16, 60)])
+@pytest.mark.parametrize("D, N", [(160, 60), (40, 60)])
 def test_ridge_with_forgetting_on_the_block_routes(D, N, lam, alpha):
     # a ridge with forgetting solved every window from scratch (N = 1000, D = 2048,
     # λ = 0.999, α = 0.1: 48.6 ms an update); now the block routes, which iterate
@@ -134,3 +134,76 @@ def test_ridge_with_forgetting_on_the_block_routes(D, N, lam, alpha):
     np.testing.assert_allclose(reg.coef_, beta[:, 0], rtol=0, atol=100 * EPS * kappa * np.abs(beta).max())
     assert reg.n_orthogonal_windows_ == 0
     assert type(getattr(reg._solver, "inner", reg._solver)).__name__ in ("DualSolver", "PrimalSolver")
+
+
+@pytest.mark.parametrize("cut", [10, 39, 41, 70])
+def test_dual_then_primal_pickled_anywhere_continues_the_stream(cut, tmp_path):
+    # D = 40 < N = 60: rows before the 41st non-zero row on the dual route, then the
+    # primal route; a copy made on either side of the switch (also memory-mapped
+    # read-only, as joblib's workers get it) continues exactly as the original
+    import pickle
+
+    import joblib
+
+    rng = np.random.default_rng(cut)
+    Z, y = rng.normal(size=(150, 40)), rng.normal(size=150)
+    reg = QREWRLSRegressor(60, forgetting_factor=0.97, alpha=1e-2)
+    prequential_predict(reg, Z[:cut], y[:cut])
+    joblib.dump(reg, tmp_path / "m.joblib")
+    copies = [pickle.loads(pickle.dumps(reg)), joblib.load(tmp_path / "m.joblib", mmap_mode="r")]
+    straight = prequential_predict(reg, Z[cut:], y[cut:])
+    for other in copies:
+        assert np.array_equal(prequential_predict(other, Z[cut:], y[cut:]), straight)
+        assert np.array_equal(other.coef_, reg.coef_)
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, RuntimeError])
+def test_interrupt_after_the_switch_to_the_primal_route_changes_nothing(exc, monkeypatch):
+    # a call that crosses the dual → primal switch and fails on the primal side leaves the
+    # estimator on the dual route, as before the call; the stream then continues exactly
+    from sklearn_orfit._primal_solver import PrimalSolver
+
+    rng = np.random.default_rng(3)
+    Z, y = rng.normal(size=(120, 40)), rng.normal(size=120)
+    make = lambda: QREWRLSRegressor(60)  # noqa: E731
+    reg, ref = make(), make()
+    prequential_predict(reg, Z[:30], y[:30])
+    prequential_predict(ref, Z[:30], y[:30])
+    coef = reg.coef_.copy()
+
+    def failing(self, *args, **kwargs):
+        raise exc("interrupted")
+
+    original = PrimalSolver.update
+    monkeypatch.setattr(PrimalSolver, "update", failing)
+    with pytest.raises(exc):
+        prequential_predict(reg, Z[30:80], y[30:80])
+    monkeypatch.setattr(PrimalSolver, "update", original)
+    assert np.array_equal(reg.coef_, coef) and reg.n_samples_seen_ == 30
+    assert not reg._solver.primal
+    assert np.array_equal(prequential_predict(reg, Z[30:], y[30:]), prequential_predict(ref, Z[30:], y[30:]))
+
+
+@pytest.mark.parametrize("lam, alpha", [(1.0, 0.0), (0.97, 0.1)])
+@pytest.mark.parametrize("kind", ["mixed_scales", "zero_weights", "constant_start"])
+def test_few_features_long_window(kind, lam, alpha):
+    # D = 2, N = 300: the block solvers' fixed cost a block (b = 8 rows) made a row cost
+    # hundreds of µs; such windows are solved from scratch, a whole call together
+    rng = np.random.default_rng(7)
+    N, n = 300, 600
+    Z, y = rng.normal(size=(n, 2)), rng.normal(size=n)
+    sw = None
+    if kind == "mixed_scales":
+        k = np.repeat(rng.integers(-100, 101, size=n // 7 + 1), 7)[:n]
+        Z *= 10.0 ** k[:, None]
+        y *= 10.0**k
+    elif kind == "zero_weights":
+        sw = np.where(rng.random(n) < 0.2, 0.0, 1.0)
+    else:
+        Z[: N // 4], y[: N // 4] = Z[0], y[0]
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
+    pred = np.concatenate([prequential_predict(reg, Z[a : a + 250], y[a : a + 250],
+                                               sample_weight=None if sw is None else sw[a : a + 250])
+                           for a in range(0, n, 250)])
+    with np.errstate(over="ignore", under="ignore"):
+        assert_matches_oracle(pred, Z, y, N=N, lam=lam, alpha=alpha, sample_weight=sw)
