@@ -34,7 +34,10 @@ from scipy.linalg import lapack
 
 from ._window import normalise_rows
 from ._kernels import GRAM_KAPPA_MAX, lstsq_cutoff, solve_stack
-from ._window_solvers import FAST, ORTHOGONAL, REFINE, CoreBlockSolver, _principal_blocks
+from ._window_solvers import (
+    FAST, MAX_STEPS, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
+    forgetting_block_size,
+)
 
 __all__ = ["DualSolver", "default_block_size"]
 
@@ -55,19 +58,6 @@ def default_block_size(window_size):
     return int(min(window_size, max(8, round(0.64 * window_size**0.75))))
 
 
-#: a ridge with forgetting: the block's windows have shifts within a factor of this of
-#: those of its reference window (the iteration then contracts by at least 1/9 a step)
-_SHIFT_SPREAD = 1.25
-#: the iteration's steps before a window is sent to the orthogonal route
-_MAX_STEPS = 60
-
-
-def forgetting_block_size(forgetting_factor):
-    """The longest block whose windows' shifts stay within :data:`_SHIFT_SPREAD` of its
-    middle window's: ``λ^-(b/2) ≤ 1.25``."""
-    return int(max(1, 2.0 * np.log(_SHIFT_SPREAD) / -np.log(forgetting_factor)))
-
-
 def _probe_values(n, offset):
     """Deterministic probe entries for positions ``offset … offset+n−1`` (2 probes)."""
     i = np.arange(offset, offset + n, dtype=np.float64)[:, None] + np.array([0.0, 0.5])
@@ -75,7 +65,7 @@ def _probe_values(n, offset):
     return np.sin(12.9898 * i + 78.233 * np.array([1.0, 2.0])) * 2.0
 
 
-class _DualBlock:
+class _DualBlock(ReferenceWindow):
     """The core factor and the periphery rows of one block (see the module docstring)."""
 
     # periphery arrays, by the axes their periphery position runs along: the restore of an
@@ -89,9 +79,7 @@ class _DualBlock:
         self.alpha = alpha
         # the shifts α/(w s²) are those of the block's reference window j_ref (its middle):
         # window j of the block has shifts λ^-(j − j_ref) times these (see delta)
-        self.log_lam = float(np.log(forgetting_factor))
-        self.forgets = alpha > 0 and forgetting_factor < 1.0
-        self.j_ref = 0.5 * (block_size - 1) if self.forgets else 0.0
+        self._set_reference(alpha=alpha, forgetting_factor=forgetting_factor, block_size=block_size)
         self.n0 = buf.n
         self.ell = max(0, buf.n + block_size - buf.N)  # old rows leaving during the block
         self.b = block_size
@@ -150,12 +138,6 @@ class _DualBlock:
         old = self.slot[: self.ell]  # the old periphery rows, together
         self._enter(buf.Zh[old], buf.s[old], buf.Y[old], P_old=buf.G[:, old], P_new=buf.G[np.ix_(old, old)],
                     log_w=log_w0[: self.ell])
-
-    def delta(self, steps):
-        """``δ = λ^-(j − j_ref) − 1`` of the windows ``j = steps`` of the block: window
-        ``j``'s system is ``P + δ Σ``, ``P`` the block's (its reference window's shifts),
-        ``Σ`` the diagonal of those shifts."""
-        return np.expm1(-(np.asarray(steps, dtype=float) - self.j_ref) * self.log_lam)
 
     def _fwd(self, V):
         if not self.core_ok or V.shape[0] == 0:
@@ -331,11 +313,9 @@ class DualSolver(CoreBlockSolver):
             with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
                 kappa = np.sqrt(nK2 * (np.abs(inv2) / vv).max(axis=1))
             if blk.forgets:
-                # window j's matrix P + δΣ, with 0 ⪯ Σ ⪯ P: κ within a factor 1 + |δ|/(1 − |δ|)
-                # of P's; no refinement route (its residual is that of P)
-                steps = np.array([blk.j]) if new is None else new[sel] - blk.ell
-                delta = blk.delta(steps)
-                kappa = kappa * np.maximum(1.0 + delta, 1.0 / (1.0 + delta))
+                # window j's matrix is P + δΣ; no refinement route (its residual is P's)
+                delta = blk.delta(blk.window_steps(None if new is None else new[sel]))
+                kappa = blk.widen_kappa(kappa, delta)
                 r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, ORTHOGONAL)
             else:
                 r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, np.where(kappa <= KAPPA_REFINE_MAX, REFINE, ORTHOGONAL))
@@ -388,7 +368,7 @@ class DualSolver(CoreBlockSolver):
 
         Its fixed point is the solution (``P x + δΣx = ỹ``); since ``P⁻¹Σ`` has its
         eigenvalues in ``[0, 1]``, it contracts by ``|δ|/(2 + δ) ≤ 1/7`` a step
-        (:data:`_SHIFT_SPREAD`). A step is two triangular solves with the core factor
+        (``SHIFT_SPREAD``). A step is two triangular solves with the core factor
         and one product with each window's ``S⁻¹``, for all the windows together.
 
         Returns ``x`` as ``(x_A, x_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and
@@ -423,7 +403,7 @@ class DualSolver(CoreBlockSolver):
         sI = blk.shiftP[idx][:, :, None] * vm
         xA, xI = x0A, x0I
         ok = np.zeros(nw, dtype=bool)
-        for _ in range(_MAX_STEPS):
+        for _ in range(MAX_STEPS):
             yA, yI = p_inv(sA * xA, sI * xI)
             nA_ = (1.0 - wA) * xA + wA * (x0A - dA * yA)
             nI_ = (1.0 - wI) * xI + wI * (x0I - dI * yI)

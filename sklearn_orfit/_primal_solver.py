@@ -27,9 +27,11 @@ ill-conditioned for the normal equations (condition estimate above
 import numpy as np
 from scipy.linalg import lapack
 
-from ._dual_solver import _MAX_STEPS, forgetting_block_size
 from ._kernels import EPS, GRAM_KAPPA_MAX, probes, solve_stack
-from ._window_solvers import FAST, ORTHOGONAL, CoreBlockSolver, _principal_blocks
+from ._window_solvers import (
+    FAST, MAX_STEPS, ORTHOGONAL, CoreBlockSolver, ReferenceWindow, _principal_blocks,
+    forgetting_block_size,
+)
 
 __all__ = ["PrimalSolver", "primal_block_size"]
 
@@ -53,7 +55,7 @@ def primal_block_size(window_size, n_features, forgetting_factor, alpha=0.0):
     return int(max(1, min(b, window_size)))
 
 
-class _PrimalBlock:
+class _PrimalBlock(ReferenceWindow):
     """Core factor and periphery of one block (see the module docstring)."""
 
     # periphery arrays, by the axes their periphery position runs along: the restore of an
@@ -63,11 +65,9 @@ class _PrimalBlock:
 
     def __init__(self, *, buf, block_size, lam, alpha, c, gram):
         self.buf = buf
-        self.log_lam = np.log(lam) if lam < 1.0 else 0.0
         # a ridge with forgetting: the block's factor has the ridge of its reference
         # window j_ref (its middle); window j's is λ^-(j − j_ref) times it (see delta)
-        self.forgets = alpha > 0 and lam < 1.0
-        self.j_ref = 0.5 * (block_size - 1) if self.forgets else 0.0
+        self._set_reference(alpha=alpha, forgetting_factor=lam, block_size=block_size)
         self.n0 = buf.n
         self.ell = max(0, buf.n + block_size - buf.N)
         self.b = block_size
@@ -152,11 +152,6 @@ class _PrimalBlock:
         self.rphi[new] = R.T @ self.phi
         self.zd2[new] = np.einsum("ij,ij->i", Zd, Zd)
         self.m += n
-
-    def delta(self, steps):
-        """``δ = λ^-(j − j_ref) − 1`` of the windows ``j = steps`` of the block: window
-        ``j``'s matrix is ``P + δ Σ`` (``P`` the block's, ``Σ`` its ridge)."""
-        return np.expm1(-(np.asarray(steps, dtype=float) - self.j_ref) * self.log_lam)
 
     def capacitance(self, I):
         """``C = I + ν T_II ν`` for the periphery range ``I``."""
@@ -337,10 +332,9 @@ class PrimalSolver(CoreBlockSolver):
             with np.errstate(invalid="ignore", over="ignore"):
                 kappa = (blk.nSA + (nu * nu * blk.zd2[idx]).sum(axis=1)) * inv
             if blk.forgets:
-                # window j's matrix P + δΣ, 0 ⪯ Σ ⪯ P: κ within 1 + |δ|/(1 − |δ|) of P's
-                steps = np.array([blk.j]) if new is None else new[sel] - blk.ell
-                delta = blk.delta(steps)
-                kappa = kappa * np.maximum(1.0 + delta, 1.0 / (1.0 + delta))
+                # window j's matrix is P + δΣ
+                delta = blk.delta(blk.window_steps(None if new is None else new[sel]))
+                kappa = blk.widen_kappa(kappa, delta)
             r = np.where((kappa <= GRAM_KAPPA_MAX) & solved, FAST, ORTHOGONAL)
             if blk.forgets:
                 fast = np.flatnonzero(r == FAST)
@@ -397,7 +391,7 @@ class PrimalSolver(CoreBlockSolver):
         ridge = blk.ridge[:, None]
         X = X0
         ok = np.zeros(nw, dtype=bool)
-        for _ in range(_MAX_STEPS):
+        for _ in range(MAX_STEPS):
             # Y = Lᵀ P⁻¹(Σx):  u = L⁻¹ Σ L⁻ᵀ X,  Y = u − R_I ν C⁻¹ ν R_Iᵀ u
             u = blk._fwd(ridge * lapack.dtrtrs(blk.L, X, lower=1, trans=1)[0])
             t = (blk.R.T @ u).reshape(P, nw, c)[idx, w_of] * nu[:, :, None]

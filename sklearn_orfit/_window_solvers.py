@@ -20,7 +20,48 @@ from scipy.linalg import lapack, qr, qr_delete, qr_insert, solve_triangular
 from ._kernels import EPS, lstsq_cutoff, lstsq_stack, pinv_factors, probes, svd
 from ._window import WindowBuffer, normalise_rows
 
-__all__ = ["CoreBlockSolver", "SlidingQR"]
+__all__ = ["MAX_STEPS", "CoreBlockSolver", "ReferenceWindow", "SlidingQR", "forgetting_block_size"]
+
+#: a ridge with forgetting: a block's windows have shifts within a factor of this of those
+#: of its reference window (the iteration then contracts by at least 1/7 a step)
+SHIFT_SPREAD = 1.25
+#: the iteration's steps before a window is sent to the orthogonal route
+MAX_STEPS = 60
+
+
+def forgetting_block_size(forgetting_factor):
+    """The longest block whose windows' shifts stay within :data:`SHIFT_SPREAD` of its
+    middle window's: ``λ^-(b/2) ≤ 1.25``."""
+    return int(max(1, 2.0 * np.log(SHIFT_SPREAD) / -np.log(forgetting_factor)))
+
+
+class ReferenceWindow:
+    """What a block of the dual or primal route needs for a ridge with forgetting.
+
+    The ridge does not scale with the weights: the block's factor is made with the ridge
+    (the shifts ``α/(w s²)``) of its reference window ``j_ref``, its middle, and window
+    ``j`` of the block differs from it by one scalar, ``P + δ_j Σ`` (see :meth:`delta`).
+    Without a ridge, or without forgetting, ``j_ref = 0`` and ``δ = 0``.
+    """
+
+    def _set_reference(self, *, alpha, forgetting_factor, block_size):
+        self.log_lam = float(np.log(forgetting_factor)) if forgetting_factor < 1.0 else 0.0
+        self.forgets = alpha > 0 and forgetting_factor < 1.0
+        self.j_ref = 0.5 * (block_size - 1) if self.forgets else 0.0
+
+    def delta(self, steps):
+        """``δ = λ^-(j − j_ref) − 1`` of the windows ``j = steps`` of the block."""
+        return np.expm1(-(np.asarray(steps, dtype=float) - self.j_ref) * self.log_lam)
+
+    def window_steps(self, new):
+        """The block step ``j`` of the windows before the rows at periphery positions
+        ``new`` (``None``: the current window, for the coefficients)."""
+        return np.array([self.j]) if new is None else new - self.ell
+
+    @staticmethod
+    def widen_kappa(kappa, delta):
+        """``κ(P + δΣ)`` from ``κ(P)``: with ``0 ⪯ Σ ⪯ P`` within ``max(1 + δ, 1/(1 + δ))``."""
+        return kappa * np.maximum(1.0 + delta, 1.0 / (1.0 + delta))
 
 
 class SlidingQR:
