@@ -327,6 +327,9 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, Base
             ``f(X; w)``.
         """
         check_is_fitted(self)
+        # the network's shape and activation are parameters: after set_params the
+        # learned weights no longer mean what they did, so predicting is refused too
+        self._check_stream_params()
         X = validate_data(self, X, reset=False, dtype=np.float64)
         return self._output(self._forward(X, self.params_)[-1])
 
@@ -348,6 +351,7 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, Base
             ``f(x; w)``.
         """
         check_fitted_fast(self, "params_")
+        self._check_stream_params()
         x = check_one_row(x, n_features=self.n_features_in_)
         out = self._forward(x[None, :], self.params_)[-1][0]
         return float(out[0]) if self._n_targets is None else out

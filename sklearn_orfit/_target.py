@@ -390,8 +390,9 @@ class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseE
         P = _prequential_predict(self.regressor_, X, self._inner_targets(Z, y_ndim),
                                  delay=delay)
         if delay:
-            # row i's state has learned the rows < i − delay: their statistics
-            past = np.maximum(np.arange(n) - delay, 0)
+            # row i's state has learned the rows < i − delay: their statistics (a delay
+            # beyond the call is the call's length: no arithmetic overflows int64)
+            past = np.maximum(np.arange(n) - min(delay, n), 0)
             mean, scale = mean[past], scale[past]
         return _map_back(np.asarray(P, dtype=np.float64).reshape(n, -1), mean, scale)
 
@@ -405,7 +406,9 @@ class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseE
             return np.zeros((X.shape[0], n_targets))
         P = np.asarray(self.regressor_.predict(X), dtype=np.float64).reshape(X.shape[0], -1)
         scaler = self.transformer_
-        mean = scaler.mean_ if self.with_mean else 0.0
+        # the statistics the regressor learned its targets with: the scaler's own
+        # settings, not the parameters, which set_params may have changed since
+        mean = scaler.mean_ if scaler.with_mean else 0.0
         return _map_back(P, mean, scaler.scale_)
 
     def predict(self, X):

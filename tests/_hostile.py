@@ -46,6 +46,7 @@ def streaming_estimators():
             so.LagTransformer(2), so.RecursiveStandardScaler(),
             so.RandomFourierFeatures(32, random_state=0), so.ORFitRegressor(memory_size=5),
         ),
+        "target": so.StreamingTransformedTargetRegressor(so.QREWRLSRegressor(8)),
         "ensemble": so.FeaturePartitionEnsemble(
             so.RandomFourierFeatures(32, random_state=0), so.QREWRLSRegressor(8),
             n_partitions=2,

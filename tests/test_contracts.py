@@ -356,6 +356,7 @@ SET_PARAMS = [
     ("orfit-pca", {"coef_init": np.ones(5)}),
     ("orfit-pca", {"random_state": 3}),
     ("orfit-mlp", {"hidden_layer_sizes": (4,)}),
+    ("orfit-mlp", {"activation": "relu"}),
     ("orfit-mlp-pca", {"memory_policy": "latest"}),
     ("sw-krls", {"length_scale": 2.0}),
     ("sw-krls", {"window_size": 4}),
@@ -372,6 +373,9 @@ SET_PARAMS = [
     ("pipeline-orfit", {"lagtransformer__n_lags": 4}),
     ("pipeline-qrewrls", {"qrewrlsregressor__window_size": 5}),
     ("ensemble", {"n_partitions": 4}),
+    ("target", {"with_mean": False}),
+    ("target", {"with_std": False}),
+    ("target", {"regressor__window_size": 5}),
 ]
 
 
@@ -398,6 +402,7 @@ def _continuing_calls(est, X, y):
 def test_set_params_mid_stream_is_honoured_or_refused(name, params):
     X, y = stream()
     est = started(name)
+    learned = output(est, X[:6])
     est.set_params(**params)
     before = pickle.dumps(est)
     try:
@@ -406,6 +411,14 @@ def test_set_params_mid_stream_is_honoured_or_refused(name, params):
         # refused: by every call that continues the stream, naming the parameter and
         # saying to call fit, and the state is left as it was
         (param,) = params
+        # predict (transform) uses the learned state or is refused too, never a mix of
+        # the new parameters with the state built with the old ones
+        try:
+            now = output(est, X[:6])
+        except ValueError as exc:
+            assert re.search(rf"{re.escape(param)} changed \(set_params\)", str(exc))
+        else:
+            np.testing.assert_array_equal(now, learned)
         for call_name, call in _continuing_calls(est, X[30:], y[30:]).items():
             with pytest.raises(ValueError, match=rf"{re.escape(param)} changed \(set_params\).*Call fit"):
                 call()
@@ -507,3 +520,22 @@ def test_learn_one_refuses_what_partial_fit_refuses(name):
     with pytest.raises(ValueError, match="overflowed"):
         one.learn_one([1e-300], 1e300)
     assert one.coef_[0] == 1.0 and one.n_samples_seen_ == 1
+
+
+# ---------------------------------------------------------------------- delay
+@pytest.mark.parametrize("name", REGRESSORS)
+def test_a_delay_beyond_the_call_is_the_call_length(name):
+    # labels later than the call's end: no row of it is learned before every prediction
+    # is made, whatever the integer (2**63 overflowed int64 arithmetic in one estimator)
+    X, y = stream()
+    preds = {}
+    for delay in (X.shape[0] - 30, 2**63, 10**30):
+        est = started(name)
+        preds[delay] = (
+            np.asarray(so.prequential_predict(est, X[30:], y[30:], delay=delay)),
+            output(est, X[:6]),
+        )
+    ref = preds[X.shape[0] - 30]
+    for delay in (2**63, 10**30):
+        np.testing.assert_array_equal(preds[delay][0], ref[0])
+        np.testing.assert_array_equal(preds[delay][1], ref[1])
