@@ -7,12 +7,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval
 
-from ._stream import StreamingRegressorMixin
+from ._stream import LinearPredictMixin, StreamingRegressorMixin
 
 __all__ = ["EWRLSRegressor"]
 
 
-class EWRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
+class EWRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Exponentially weighted recursive least squares in covariance (``P``-matrix) form.
 
     The textbook RLS filter. It carries ``P``, the inverse of the regularised,

@@ -139,16 +139,6 @@ class RunningStats:
     scaler: object = None
     pending: np.ndarray = field(default_factory=lambda: np.empty(0))
 
-    def __setstate__(self, state):
-        if not {"count", "scaler", "pending"} <= set(state):
-            # the running sums (s0, sum1, sum2) of earlier versions: continuing from them
-            # would restart the statistics, so the saved stream is refused
-            raise ValueError(
-                "this saved stream keeps its statistics as running sums (an earlier "
-                "version); they cannot be continued: run the stream again with this "
-                "version")
-        self.__dict__.update(state)
-
 
 def _block_stats(scaler, block):
     """Mean and standard deviation before each value of ``block``, through the scaler.

@@ -279,18 +279,6 @@ class _ORFitMemoryMixin:
         return state
 
     def __setstate__(self, state):
-        state = dict(state)
-        if "components_" in state:
-            # a state saved by a version that stored the memory in PCA form
-            components = state.pop("components_")
-            state.update(
-                _basis=components,
-                _n_dirs=components.shape[0],
-                _sigma=state.pop("singular_values_"),
-                _coords=None,
-                _n_coords=0,
-            )
-            state.pop("_mem", None)
         super().__setstate__(state)
         if "_basis" in self.__dict__:
             k = self._n_dirs
@@ -655,9 +643,7 @@ class ORFitRegressor(
 
     def _check_stream_params(self):
         """The state was built with the parameters the stream started with."""
-        values = self.__dict__.get("_stream_param_values")
-        if values is None:  # a state pickled before the parameters were recorded
-            return
+        values = self._stream_param_values
         coef_init = self.__dict__.get("_stream_coef_init")
         current = _get_stream_params(self)
         if all(map(operator.is_, current, values)) and (

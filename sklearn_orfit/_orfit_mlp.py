@@ -33,7 +33,7 @@ from ._orfit import (
     _EPS, _ORFitMemoryMixin, _all_finite, _norm, _orthogonal_step, _warn_spanned,
 )
 from ._stream import (
-    StreamLockMixin, check_delay, check_stream_params, record_stream_params,
+    PredictMixin, StreamLockMixin, check_delay, check_stream_params, record_stream_params,
 )
 from ._validation import check_fitted_fast, check_one_row
 
@@ -54,7 +54,7 @@ _DERIVATIVES = {
 }
 
 
-class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, BaseEstimator):
+class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, PredictMixin, RegressorMixin, BaseEstimator):
     """One-pass learning of a multilayer perceptron by orthogonal recursive fitting.
 
     The model ``f(x; w)`` is a multilayer perceptron (hidden activation ``activation``,
@@ -313,26 +313,6 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, Base
         """
         return self._learn_one(x, y)
 
-    def predict(self, X):
-        """Predict with the current network.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            ``f(X; w)``.
-        """
-        check_is_fitted(self)
-        # the network's shape and activation are parameters: after set_params the
-        # learned weights no longer mean what they did, so predicting is refused too
-        self._check_stream_params()
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self._output(self._forward(X, self.params_)[-1])
-
     def _predict_rows(self, X):
         """Predictions of validated rows, 2-D (the delayed-label path)."""
         return self._forward(X, self.params_)[-1]
@@ -444,9 +424,6 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, Base
                     delta *= deriv(acts[layer])[:, None, :]
         return J.reshape(n * c, w.shape[0])
 
-    def _output(self, out):
-        return out[:, 0] if self._n_targets is None else out
-
     # ------------------------------------------------------------------ state
     def _reset(self):
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
@@ -487,6 +464,10 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, RegressorMixin, Base
 
     def _check_stream_params(self):
         check_stream_params(self)
+
+    # the network's shape and activation are parameters: after set_params the learned
+    # weights no longer mean what they did, so predicting is refused too
+    _check_predict_params = _check_stream_params
 
     def _direction(self, Xb, Yb):
         """``(Δw, J, P, step)``: the step ``w_new = w − Δw`` on a batch, without learning

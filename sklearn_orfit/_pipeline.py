@@ -138,7 +138,7 @@ def record_deep_params(estimator, *, ignore=_is_execution_param):
 def changed_stream_params(estimator, snapshot, *, ignore=_is_execution_param):
     """The (sorted) keys of the parameters that differ from ``snapshot``.
 
-    ``[]`` when ``snapshot`` is ``None`` (a model pickled before snapshots existed).
+    ``[]`` when ``snapshot`` is ``None`` (no stream has started).
     Estimator-valued parameters compare by identity, so replacing a step shows, and a
     step's own parameters (``name__param``) compare by value.
     """

@@ -228,8 +228,7 @@ class _WindowGram:
         om_new = _weights(sn, age_new, power=2, log_c0=self.L, **w)
         wy_new = _weights(sn, age_new, power=1, log_c0=self.L, **w)
         om_left = _weights(so, ao, power=2, log_c0=L_prev, **w)
-        if prev.dropped == prev.ell and "M_A" in prev.__dict__:  # (a block pickled by an
-            # earlier version has no M_A: the general update below)
+        if prev.dropped == prev.ell:
             # every old row of the block left: M − Σ_left ω ẑẑᵀ is the block's M_A (and
             # its b_A), computed at its start. M ← M_A + Σ_new ω ẑẑᵀ,  rhs ← b_A + Σ_new w s y ẑ
             Z, Y, om, wy = buf.Zh[new], buf.Y[new], om_new, wy_new

@@ -18,6 +18,7 @@ from ._givens import GivensSolver
 from ._kernels import lstsq_cutoff
 from ._primal_solver import PrimalSolver
 from ._stream import (
+    LinearPredictMixin,
     OneRowPredictMixin,
     StreamingRegressorMixin,
     check_stream_params,
@@ -32,7 +33,9 @@ from ._window import OVERFLOW_MESSAGE
 __all__ = ["QREWRLSRegressor"]
 
 
-class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMixin, BaseEstimator):
+class QREWRLSRegressor(
+    OneRowPredictMixin, LinearPredictMixin, StreamingRegressorMixin, RegressorMixin, BaseEstimator
+):
     """Sliding-window, exponentially weighted, minimum-norm recursive least squares.
 
     After each row ``t`` the coefficients are the least-squares solution on the
@@ -277,13 +280,6 @@ class QREWRLSRegressor(OneRowPredictMixin, StreamingRegressorMixin, RegressorMix
 
     def _solver_params(self):
         return (self.window_size, self.forgetting_factor, self.alpha, self.solver)
-
-    def __setstate__(self, state):
-        state = dict(state)
-        if isinstance(state.get("_stream_params"), tuple):
-            # saved by a version that kept the parameter values under this name
-            state["_stream_param_values"] = state.pop("_stream_params")
-        super().__setstate__(state)
 
     def _init_state(self, n_features, n_targets, y_ndim):
         self._solver = make_solver(self, n_features=n_features, n_targets=n_targets)

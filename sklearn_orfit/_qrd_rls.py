@@ -11,12 +11,12 @@ from sklearn.utils._param_validation import Interval
 from sklearn.utils.parallel import _threadpool_controller_decorator
 from sklearn.utils.validation import check_is_fitted
 
-from ._stream import StreamingRegressorMixin
+from ._stream import LinearPredictMixin, StreamingRegressorMixin
 
 __all__ = ["QRDRLSRegressor"]
 
 
-class QRDRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
+class QRDRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Sliding-window ridge least squares with a QR-updated triangular factor (QRD-RLS).
 
     After each row ``t`` the coefficients solve the ridge problem on the window of the

@@ -28,9 +28,12 @@ from ._validation import check_fitted_fast, check_numeric, check_one_row, check_
 __all__ = [
     "LinearPredictMixin",
     "OneRowPredictMixin",
+    "PredictMixin",
     "StreamLockMixin",
     "StreamingRegressorMixin",
+    "STATE_FORMAT",
     "check_delay",
+    "check_state_format",
     "check_stream_params",
     "check_stream_sample_weight",
     "expected_failed_checks",
@@ -89,6 +92,30 @@ def _held(estimator):
             yield
 
 
+#: The layout of the pickled state of every estimator of the package. A pickle records
+#: it; loading a pickle of another layout is refused (:func:`check_state_format`) rather
+#: than migrated: a state is only ever read by the layout that wrote it.
+STATE_FORMAT = 1
+_FORMAT_KEY = "_sklearn_orfit_state_format"
+
+
+def check_state_format(name, found):
+    """Refuse a pickled state whose layout is not :data:`STATE_FORMAT`.
+
+    Raises
+    ------
+    ValueError
+        Saying which format was found (or that none was recorded) and that the model
+        must be fitted again with this version.
+    """
+    if found != STATE_FORMAT:
+        what = "no state format" if found is None else f"state format {found!r}"
+        raise ValueError(
+            f"this {name} was saved with {what}; this version of sklearn-orfit reads "
+            f"state format {STATE_FORMAT} only. Fit the model again with this version."
+        )
+
+
 class StreamLockMixin:
     """Thread-safe writes: pickles and copies taken during a write wait for it.
 
@@ -105,7 +132,13 @@ class StreamLockMixin:
             state.pop("_stream_lock", None)
             if "_stream_lock" in self.__dict__:  # it has learned: arrays may be written
                 state = copy.deepcopy(state)
+        state[_FORMAT_KEY] = STATE_FORMAT
         return state
+
+    def __setstate__(self, state):
+        state = dict(state)
+        check_state_format(type(self).__name__, state.pop(_FORMAT_KEY, None))
+        super().__setstate__(state)
 
     def __deepcopy__(self, memo):
         with _held(self):
@@ -502,11 +535,18 @@ def rollback_on_error(estimator):
     return stream_update(estimator, check_params=False)
 
 
-class LinearPredictMixin:
-    """``predict = X @ coef_`` with scikit-learn's validation; multi-output targets."""
+class PredictMixin:
+    """``predict`` of every streaming regressor, written once.
+
+    The estimator implements ``_predict_rows(X)`` (validated rows, 2-D predictions: the
+    path the delayed-label schedule also uses) and, where parameters changed by
+    ``set_params`` would change what its state means, ``_check_predict_params()``
+    (raising the same ``ValueError`` as a continued stream: after a refused
+    ``set_params``, ``predict`` uses the learned state or is refused, never a mix).
+    """
 
     def predict(self, X):
-        """Predict with the current coefficients.
+        """Predict with the current state (no learning).
 
         Parameters
         ----------
@@ -516,10 +556,26 @@ class LinearPredictMixin:
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``X @ coef_``.
+            The predictions of the state after the rows learned so far (the shape of
+            the targets learned).
         """
         check_is_fitted(self)
+        self._check_predict_params()
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        return self._predict_validated(X)
+
+    def _check_predict_params(self):
+        """Refuse to predict after a ``set_params`` that changes what the state means."""
+
+    def _predict_validated(self, X):
+        Y_pred = self._predict_rows(X)
+        return Y_pred[:, 0] if self.__dict__.get("_n_targets") is None else Y_pred
+
+
+class LinearPredictMixin(PredictMixin):
+    """``predict = X @ coef_``; multi-output targets."""
+
+    def _predict_validated(self, X):
         return X @ self.coef_
 
     def _predict_rows(self, X):
@@ -575,13 +631,16 @@ def expected_failed_checks(estimator):
     return dict(method()) if callable(method) else {}
 
 
-class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
+class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
     """``fit``, ``partial_fit``, ``prequential_predict``, ``learn_one`` and ``predict``.
 
     Every learning call goes through :meth:`_partial_fit`, the package's update template
     (see the module's docstring). The estimator implements:
 
-    * ``_stream_params``: the names of the parameters its state is built with;
+    * ``_stream_params``: the names of the parameters its state is built with (or its
+      own ``_check_stream_params()``);
+    * ``_predict_rows(X)`` (see :class:`PredictMixin`; :class:`LinearPredictMixin` for
+      ``X @ coef_``);
     * ``_check_new_stream()`` (optional): parameter checks before a new stream starts;
     * ``_init_state(n_features, n_targets, y_ndim)``: a fresh state for a new stream
       (``n_samples_seen_ = 0``);
@@ -595,6 +654,30 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
     """
 
     _stream_params = ()
+
+    #: Whether the public learning calls skip the parameter validation of the
+    #: estimators they call (scikit-learn's ``prefer_skip_nested_validation``): a
+    #: meta-estimator whose inner estimator validates its parameters when it learns sets
+    #: it to False.
+    _skip_nested_validation = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.__dict__.get("_skip_nested_validation", True):
+            return
+        for name in ("fit", "partial_fit", "prequential_predict"):
+            if name not in cls.__dict__:
+                method = getattr(StreamingRegressorMixin, name).__wrapped__
+                setattr(cls, name, _fit_context(prefer_skip_nested_validation=False)(method))
+
+    def _check_stream_params(self):
+        """Refuse to continue a stream whose parameters changed since it started."""
+        check_stream_params(self)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
 
     def _check_new_stream(self):
         """Cross-parameter checks before a new stream starts (none by default)."""
@@ -612,9 +695,11 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
     def _partial_fit(self, X, y, *, predict, reset, delay=0, sample_weight=None):
         """Validate the whole call, then learn it; on any error the state is unchanged."""
         first_call = reset or "n_samples_seen_" not in self.__dict__
-        with stream_update(self, check_params=not first_call):
+        with stream_update(self, check_params=False):
             if first_call:
                 self._check_new_stream()
+            else:
+                self._check_stream_params()
             X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
             sw = check_stream_sample_weight(sample_weight, X.shape[0], estimator=self,
                                             reset=reset)
@@ -699,7 +784,8 @@ class StreamingRegressorMixin(StreamLockMixin, LinearPredictMixin):
     def _learn_one(self, x, y):
         """``learn_one`` through the same template, with only cheap checks."""
         check_fitted_fast(self)
-        with stream_update(self):
+        with stream_update(self, check_params=False):
+            self._check_stream_params()
             x = check_one_row(x, n_features=self.n_features_in_)
             yv = check_one_target(y, n_targets=self._n_targets)
             self._learn(x[None, :], yv[None, :], predict=False)

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.linalg import blas, lapack
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils._param_validation import Interval
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._stream import StreamingRegressorMixin, check_stream_params, on_rollback
 
@@ -187,24 +187,6 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         self.alpha = alpha
 
     # ------------------------------------------------------------------ public API
-    def predict(self, X):
-        """Kernel regression on the current window.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``K(X, X_window_) @ dual_coef_``.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        Y_pred = self._predict_rows(X)
-        return Y_pred[:, 0] if self._n_targets is None else Y_pred
-
     def _predict_rows(self, X):
         """Predictions of validated rows, 2-D (also the delayed-label path)."""
         occupied = self._occupied()

@@ -12,10 +12,9 @@ the rows the model has learned.
 import contextvars
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils import get_tags
 from sklearn.utils._param_validation import HasMethods
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._pipeline import (
     _is_atomic,
@@ -24,16 +23,10 @@ from ._pipeline import (
     changed_stream_params,
     record_deep_params,
 )
-from ._prequential import _is_fitted
+from ._prequential import _check_takes_weights, _is_fitted
 from ._prequential import prequential_predict as _prequential_predict
 from ._qr_ewrls import QREWRLSRegressor
-from ._stream import (
-    StreamLockMixin,
-    check_delay,
-    on_rollback,
-    stream_update,
-    validate_stream,
-)
+from ._stream import StreamingRegressorMixin, on_rollback
 from .preprocessing import RecursiveStandardScaler, _constant
 
 __all__ = ["StreamingTransformedTargetRegressor"]
@@ -78,7 +71,7 @@ def _map_back(P, mean, scale):
     return Y
 
 
-class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseEstimator):
+class StreamingTransformedTargetRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """A streaming regressor on a recursively standardised target (no look-ahead).
 
     The streaming counterpart of :class:`~sklearn.compose.TransformedTargetRegressor`
@@ -218,96 +211,43 @@ class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseE
         self.with_std = with_std
 
     # ------------------------------------------------------------------ learning
-    @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y):
-        """Reset, then learn the rows of ``X`` in order (one pass of :meth:`partial_fit`).
+    # (fit, partial_fit and prequential_predict: StreamingRegressorMixin's template; the
+    # regressor's parameters are validated when it learns, so nested validation is on)
+    _skip_nested_validation = False
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
+    def _check_new_stream(self):
+        self._start_stream()
 
-        Returns
-        -------
-        self : StreamingTransformedTargetRegressor
-            The fitted estimator.
-        """
-        self._call(X, y, reset=True, predict=False, delay=0)
-        return self
+    def _init_state(self, n_features, n_targets, y_ndim):
+        self.n_samples_seen_ = 0
 
-    @_fit_context(prefer_skip_nested_validation=False)
-    def partial_fit(self, X, y):
-        """Learn the rows of ``X`` in order, continuing the stream.
+    def _check_stream_params(self):
+        self._check_params_unchanged()
+        if not _is_atomic(self.regressor_):
+            # a regressor that is not all-or-nothing on its own is restored from a
+            # snapshot if this call fails
+            inner, saved = self.regressor_, _snapshot(self.regressor_)
+            on_rollback(lambda: _restore(inner, saved))
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
+    def _learn_weighted(self, X, Y, sample_weight, *, predict, **piece):
+        """Validated rows in order; the weights are the regressor's (the statistics of
+        ``y`` are unweighted, as :class:`~sklearn.compose.TransformedTargetRegressor`
+        fits its transformer without them)."""
+        Y_pred = self._learn_predict(X, Y, 0, sample_weight) if predict else None
+        if not predict:
+            Z, _, _ = self._standardise(Y, statistics=False)
+            kwargs = {}
+            if sample_weight is not None:
+                _check_takes_weights(self.regressor_, self.regressor_.partial_fit, "partial_fit")
+                kwargs["sample_weight"] = sample_weight
+            self.regressor_.partial_fit(X, self._inner_targets(Z), **kwargs)
+        self.n_samples_seen_ = self.transformer_.n_samples_seen_
+        return Y_pred
 
-        Returns
-        -------
-        self : StreamingTransformedTargetRegressor
-            The updated estimator.
-        """
-        self._call(X, y, reset=False, predict=False, delay=0)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=False)
-    def prequential_predict(self, X, y, *, delay=0):
-        """Predict each row from the state before it, then learn it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-        delay : int, default=0
-            Labels arrive ``delay`` rows late: ``y_pred[i]`` is made by the state that
-            has learned rows ``< i − delay`` of this call (and every row of the earlier
-            calls). Every row is learned on return.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i]``: the regressor's prediction mapped back with the statistics of
-            the targets that state has learned (0 before the first row of a stream).
-        """
-        delay = check_delay(delay)
-        return self._call(X, y, reset=False, predict=True, delay=delay)
-
-    def _call(self, X, y, *, reset, predict, delay):
-        """One learning call, all-or-nothing (:func:`~sklearn_orfit._stream.stream_update`).
-
-        The parameters, ``X`` and ``y`` are checked before anything learns; the
-        statistics (an all-or-nothing scaler) and the regressor (all-or-nothing itself,
-        or restored from a copy) are undone with this call if anything raises.
-        """
-        with stream_update(self, check_params=False):
-            fresh = reset or "regressor_" not in self.__dict__
-            if fresh:
-                self._start_stream()
-            else:
-                self._check_params_unchanged()
-            X, Y, y_ndim = validate_stream(self, X, y, reset=fresh)
-            if fresh:
-                self._n_targets = None if y_ndim == 1 else Y.shape[1]
-            elif not _is_atomic(self.regressor_):
-                # a fresh clone needs no copy: the restored attributes drop it
-                inner, saved = self.regressor_, _snapshot(self.regressor_)
-                on_rollback(lambda: _restore(inner, saved))
-            if predict:
-                Y_pred = self._learn_predict(X, Y, y_ndim, delay)
-            else:
-                self._learn(X, Y, y_ndim)
-                Y_pred = None
-            self.n_samples_seen_ = self.transformer_.n_samples_seen_
-        if Y_pred is not None and y_ndim == 1:
-            Y_pred = Y_pred[:, 0]
+    def _learn_delayed(self, X, Y, delay, sample_weight):
+        """Labels ``delay`` rows late: the regressor's own delayed pass (vectorised)."""
+        Y_pred = self._learn_predict(X, Y, delay, sample_weight)
+        self.n_samples_seen_ = self.transformer_.n_samples_seen_
         return Y_pred
 
     def _start_stream(self):
@@ -373,22 +313,17 @@ class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseE
             scale[...] = 1.0
         return Z, mean, scale
 
-    def _inner_targets(self, Z, y_ndim):
-        return Z[:, 0] if y_ndim == 1 else Z
+    def _inner_targets(self, Z):
+        return Z[:, 0] if self._n_targets is None else Z
 
-    def _learn(self, X, Y, y_ndim):
-        """Learn validated rows in order (``Y`` 2-D)."""
-        Z, _, _ = self._standardise(Y, statistics=False)
-        self.regressor_.partial_fit(X, self._inner_targets(Z, y_ndim))
-
-    def _learn_predict(self, X, Y, y_ndim, delay):
+    def _learn_predict(self, X, Y, delay, sample_weight):
         """The prequential pass: the regressor's own (vectorised for this package's
         regressors) on the standardised targets, each prediction mapped back with the
         statistics of the rows its state has learned."""
         n = X.shape[0]
         Z, mean, scale = self._standardise(Y, statistics=True)
-        P = _prequential_predict(self.regressor_, X, self._inner_targets(Z, y_ndim),
-                                 delay=delay)
+        P = _prequential_predict(self.regressor_, X, self._inner_targets(Z), delay=delay,
+                                 sample_weight=sample_weight)
         if delay:
             # row i's state has learned the rows < i − delay: their statistics (a delay
             # beyond the call is the call's length: no arithmetic overflows int64)
@@ -410,25 +345,6 @@ class StreamingTransformedTargetRegressor(StreamLockMixin, RegressorMixin, BaseE
         # settings, not the parameters, which set_params may have changed since
         mean = scaler.mean_ if scaler.with_mean else 0.0
         return _map_back(P, mean, scaler.scale_)
-
-    def predict(self, X):
-        """Predict with the current state: the regressor's prediction mapped back with
-        the statistics of every target learned.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``mean_ + scale_ · regressor_.predict(X)`` (``transformer_``'s statistics).
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
-        Y_pred = self._predict_rows(X)
-        return Y_pred[:, 0] if self._n_targets is None else Y_pred
 
     def __sklearn_is_fitted__(self):
         return "n_samples_seen_" in self.__dict__

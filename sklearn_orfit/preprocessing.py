@@ -421,18 +421,6 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
         self._exp = np.full(n_features, _NO_EXPONENT, dtype=np.int64)
         self.n_samples_seen_ = 0
 
-    def __setstate__(self, state):
-        state = dict(state)
-        if "_m2" in state:
-            # saved by a version that kept M2 and scale_ in the units of X
-            state["_m2s"] = state.pop("_m2")
-            state["_mean_s"] = state["mean_"]
-            state["_exp"] = np.zeros(state["_m2s"].shape, dtype=np.int64)
-            state["_scale"] = _scale_from_var(state["var_"], state["mean_"],
-                                              state["n_samples_seen_"])
-            state.pop("scale_", None)
-        super().__setstate__(state)
-
     def _merge(self, X):
         """Chan et al.'s pairwise update with the chunk ``X`` (two-pass chunk stats).
 
@@ -605,16 +593,6 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
         self.n_lags = n_lags
         self.horizon = horizon
         self.fill_value = fill_value
-
-    def __setstate__(self, state):
-        state = dict(state)
-        if "horizon" not in state:
-            # saved by a version without a horizon: its lags were one step back
-            state["horizon"] = 1
-            saved = state.get("_stream_param_values")
-            if saved is not None and len(saved) == 2:  # (n_lags, fill_value)
-                state["_stream_param_values"] = (saved[0], 1, saved[1])
-        super().__setstate__(state)
 
     @_fit_context(prefer_skip_nested_validation=True)
     @_all_or_nothing

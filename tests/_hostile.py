@@ -8,6 +8,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, is_regressor
 
 import sklearn_orfit as so
+from _example_estimator import ExponentialMeanRegressor
 from sklearn_orfit import QREWRLSRegressor
 
 
@@ -47,6 +48,7 @@ def streaming_estimators():
             so.RandomFourierFeatures(32, random_state=0), so.ORFitRegressor(memory_size=5),
         ),
         "target": so.StreamingTransformedTargetRegressor(so.QREWRLSRegressor(8)),
+        "example": ExponentialMeanRegressor(0.9),
         "ensemble": so.FeaturePartitionEnsemble(
             so.RandomFourierFeatures(32, random_state=0), so.QREWRLSRegressor(8),
             n_partitions=2,

@@ -373,6 +373,7 @@ SET_PARAMS = [
     ("pipeline-orfit", {"lagtransformer__n_lags": 4}),
     ("pipeline-qrewrls", {"qrewrlsregressor__window_size": 5}),
     ("ensemble", {"n_partitions": 4}),
+    ("example", {"forgetting_factor": 0.5}),
     ("target", {"with_mean": False}),
     ("target", {"with_std": False}),
     ("target", {"regressor__window_size": 5}),
@@ -539,3 +540,26 @@ def test_a_delay_beyond_the_call_is_the_call_length(name):
     for delay in (2**63, 10**30):
         np.testing.assert_array_equal(preds[delay][0], ref[0])
         np.testing.assert_array_equal(preds[delay][1], ref[1])
+
+
+# ---------------------------------------------------------------------- state format
+@pytest.mark.parametrize("name", NAMES)
+def test_a_pickle_of_another_state_format_is_refused(name):
+    # a state is read only by the layout that wrote it: no migration, a clear refusal
+    from sklearn_orfit._stream import STATE_FORMAT, StreamLockMixin
+
+    est = started(name)
+    assert isinstance(est, StreamLockMixin)
+    state = est.__getstate__()
+    assert state["_sklearn_orfit_state_format"] == STATE_FORMAT
+    pickle.loads(pickle.dumps(est))  # the format it writes, it reads
+    for found, message in ((STATE_FORMAT + 1, rf"state format {STATE_FORMAT + 1}"),
+                           (None, "no state format")):
+        bad = dict(state)
+        if found is None:
+            del bad["_sklearn_orfit_state_format"]
+        else:
+            bad["_sklearn_orfit_state_format"] = found
+        fresh = type(est).__new__(type(est))
+        with pytest.raises(ValueError, match=rf"{message}.*Fit the model again"):
+            fresh.__setstate__(bad)

@@ -362,23 +362,6 @@ def test_lag_horizon_set_params_mid_stream_is_refused(value):
     assert lags.history_.shape == (2 + value - 1, 2)
 
 
-def test_lag_pickle_without_horizon_loads_as_horizon_one():
-    # a transformer saved before horizon existed: no horizon attribute and stream
-    # parameters (n_lags, fill_value)
-    X = np.random.default_rng(13).normal(size=(20, 1))
-    lags = LagTransformer(3, fill_value=-1.0).fit(X[:8])
-    state = lags.__getstate__()
-    del state["horizon"]
-    state["_stream_param_values"] = (3, -1.0)
-    old = LagTransformer.__new__(LagTransformer)
-    old.__setstate__(state)
-    assert old.horizon == 1 and old.get_params()["horizon"] == 1
-    np.testing.assert_array_equal(old.prequential_transform(X[8:]), _lag_oracle(X, 3, 1, -1.0)[8:])
-    old.set_params(n_lags=2)
-    with pytest.raises(ValueError, match="n_lags changed"):
-        old.transform(X[:2])
-
-
 @settings(max_examples=40, deadline=None)
 @given(
     n=st.integers(2, 30),
@@ -507,19 +490,6 @@ def test_scaler_output_beyond_the_float64_range_is_a_clear_error():
     with pytest.raises(ValueError, match="float64 range"):
         scaler.transform([[-1.7e308]])
     assert canonical_pickle(scaler) == before
-
-
-def test_scaler_pickled_by_the_previous_version_continues():
-    X = _scaler_data(5)
-    scaler = RecursiveStandardScaler().fit(X[:30])
-    state = scaler.__getstate__()
-    old = {k: v for k, v in state.items() if k not in ("_m2s", "_exp", "_scale")}
-    old.update(_m2=state["_m2s"] * 4.0 ** state["_exp"], scale_=scaler.scale_)
-    restored = RecursiveStandardScaler.__new__(RecursiveStandardScaler)
-    restored.__setstate__(old)
-    assert_allclose(restored.transform(X[30:]), scaler.transform(X[30:]), rtol=1e-14)
-    assert_allclose(restored.prequential_transform(X[30:]),
-                    scaler.prequential_transform(X[30:]), rtol=1e-14)
 
 
 @pytest.mark.parametrize("param, value", [("with_mean", False), ("with_std", False)])

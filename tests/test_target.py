@@ -22,6 +22,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import sklearn_orfit as so
 from _hostile import run_traced
 from _state import assert_same_state
+from sklearn_orfit._stream import expected_failed_checks
 from sklearn_orfit import (
     QREWRLSRegressor,
     RecursiveStandardScaler,
@@ -523,7 +524,7 @@ def test_targets_at_extreme_scales_scale_the_predictions(scale, k):
 
 
 # ---------------------------------------------------------------------- scikit-learn
-@parametrize_with_checks([STT()])
+@parametrize_with_checks([STT()], expected_failed_checks=expected_failed_checks)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -536,3 +537,37 @@ def test_two_dimensional_targets_keep_their_shape():
     one = STT().fit(X, y[:, :1])
     assert one.predict(X[:4]).shape == (4, 1)
     assert STT().fit(X, y[:, 0]).predict(X[:4]).shape == (4,)
+
+
+def test_sample_weight_reaches_the_regressor():
+    # the weights are the regressor's; the statistics of y are unweighted (as
+    # TransformedTargetRegressor fits its transformer without them)
+    X, y = stream()
+    w = np.random.default_rng(5).uniform(0.0, 3.0, size=len(y))
+    w[::7] = 0.0
+    for call in ("prequential_predict", "partial_fit"):
+        est = STT(QREWRLSRegressor(20))
+        ref_scaler = RecursiveStandardScaler()
+        z = ref_scaler.prequential_transform(y[:, None])[:, 0]
+        z[:2] = 0.0  # no standard deviation before two targets
+        inner = QREWRLSRegressor(20)
+        if call == "prequential_predict":
+            got = est.prequential_predict(X, y, sample_weight=w)
+            p = so.prequential_predict(inner, X, z, sample_weight=w)
+            mean, scale = [], []
+            for t in range(len(y)):  # the statistics of the targets before row t
+                past = y[:t]
+                mean.append(past.mean() if t else 0.0)
+                scale.append(past.std() if t >= 2 and past.std() > 0 else 1.0)
+            np.testing.assert_allclose(got, np.array(p) * scale + mean, rtol=1e-9, atol=1e-9)
+        else:
+            est.partial_fit(X, y, sample_weight=w)
+            inner.partial_fit(X, z, sample_weight=w)
+            np.testing.assert_allclose(est.regressor_.coef_, inner.coef_, rtol=1e-10, atol=1e-12)
+    # weights of one are no weights; a regressor without weights is a clear error
+    np.testing.assert_array_equal(
+        STT(QREWRLSRegressor(20)).prequential_predict(X, y, sample_weight=np.ones(len(y))),
+        STT(QREWRLSRegressor(20)).prequential_predict(X, y),
+    )
+    with pytest.raises(ValueError, match="sample_weight"):
+        STT(so.ORFitRegressor()).fit(X, y, sample_weight=w)
