@@ -20,9 +20,10 @@ import copy
 from contextlib import contextmanager
 
 import numpy as np
-from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._compat import _check_sample_weight, _fit_context
 from ._validation import check_fitted_fast, check_numeric, check_one_row, check_one_target
 
 __all__ = [

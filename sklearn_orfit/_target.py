@@ -12,11 +12,11 @@ the rows the model has learned.
 import contextvars
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils import get_tags
-from sklearn.utils._param_validation import HasMethods
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._compat import HasMethods, _fit_context
 from ._pipeline import (
     _is_atomic,
     _restore,

@@ -15,10 +15,10 @@ import functools
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import Interval
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._compat import Interval, _fit_context
 from ._stream import StreamLockMixin, check_stream_params, record_stream_params, stream_update
 
 __all__ = ["LagTransformer", "RecursiveStandardScaler"]
