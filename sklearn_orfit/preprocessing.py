@@ -500,8 +500,8 @@ _CONTINUATION = (
     "fit(X).transform(X) takes X as the rows that follow X (the lags of its first "
     "n_lags + horizon - 1 rows reach the end of X), fit_transform(X) as the start of "
     "a stream (those lags are fill_value): the two agree from row n_lags + horizon - 1 "
-    "on, and fit_transform cannot be changed to reach into rows that come later "
-    "without look-ahead"
+    "on; making them agree before it would give fit_transform's first rows lags from "
+    "the end of X, i.e. look-ahead"
 )
 _SEQUENCE = (
     "row t's output is made of the rows before it: a transform of a sequence, not row "
