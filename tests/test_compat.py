@@ -135,7 +135,9 @@ def _fitted_with(fit_context, **params):
 
 
 @pytest.mark.parametrize(
-    "fit_context", [_compat._fit_context, _compat._fit_context_fallback], ids=["sklearn", "fallback"]
+    "fit_context",
+    [_compat._fit_context, _compat._fit_context_fallback],
+    ids=["sklearn", "fallback"],
 )
 def test_fit_context_and_constraints(fit_context):
     assert _fitted_with(fit_context).skipped_ is True
