@@ -5,12 +5,12 @@ import os
 from numbers import Integral
 
 import numpy as np
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context, clone
+from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils import check_random_state, get_tags
-from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._compat import HasMethods, Interval, _fit_context
 from ._pipeline import changed_stream_params, record_deep_params
 from ._prequential import prequential_predict as _prequential_predict
 from ._validation import accepts_keyword

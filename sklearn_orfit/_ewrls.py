@@ -5,8 +5,8 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils._param_validation import Interval
 
+from ._compat import Interval
 from ._stream import LinearPredictMixin, StreamingRegressorMixin
 
 __all__ = ["EWRLSRegressor"]

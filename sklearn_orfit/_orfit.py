@@ -47,11 +47,11 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.linalg import blas
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._compat import Interval, StrOptions, _fit_context
 from ._stream import (
     LinearPredictMixin, OneRowPredictMixin, StreamLockMixin, check_delay, commit_copy,
     learn_with_delay, stream_update, validate_stream,

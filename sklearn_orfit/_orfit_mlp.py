@@ -24,11 +24,11 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import expit
-from sklearn.base import BaseEstimator, RegressorMixin, _fit_context
+from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._compat import Interval, StrOptions, _fit_context
 from ._orfit import (
     _EPS, _ORFitMemoryMixin, _all_finite, _norm, _orthogonal_step, _warn_spanned,
 )

@@ -12,19 +12,26 @@ import functools
 
 import numpy as np
 from scipy import sparse
-from sklearn.base import BaseEstimator, _fit_context, clone, is_regressor
+from sklearn.base import BaseEstimator, clone, is_regressor
 from sklearn.exceptions import NotFittedError
 from sklearn.frozen import FrozenEstimator
-from sklearn.pipeline import Pipeline, _name_estimators
+from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import FunctionTransformer
-from sklearn.utils import Bunch, _safe_indexing, get_tags
-from sklearn.utils._metadata_requests import _routing_enabled
-from sklearn.utils._param_validation import Hidden
-from sklearn.utils._set_output import _safe_set_output, _wrap_data_with_container
+from sklearn.utils import Bunch, get_tags
 from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, process_routing
 from sklearn.utils.metaestimators import available_if
-from sklearn.utils.validation import _num_samples, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
+from ._compat import (
+    Hidden,
+    _fit_context,
+    _name_estimators,
+    _num_samples,
+    _routing_enabled,
+    _safe_indexing,
+    _safe_set_output,
+    _wrap_data_with_container,
+)
 from ._prequential import prequential_predict as _prequential_predict
 from ._rff import RandomFourierFeatures
 from ._stream import (

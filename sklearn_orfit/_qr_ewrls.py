@@ -9,9 +9,9 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
+from ._compat import Interval, StrOptions
 from ._batch_solver import BatchSolver
 from ._dual_solver import DualSolver
 from ._givens import GivensSolver

@@ -7,10 +7,9 @@ import numpy as np
 from scipy.linalg import qr, solve_triangular
 from scipy.linalg.blas import drot
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils._param_validation import Interval
-from sklearn.utils.parallel import _threadpool_controller_decorator
 from sklearn.utils.validation import check_is_fitted
 
+from ._compat import Interval, _threadpool_controller_decorator
 from ._stream import LinearPredictMixin, StreamingRegressorMixin
 
 __all__ = ["QRDRLSRegressor"]

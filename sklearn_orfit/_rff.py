@@ -7,12 +7,11 @@ from sklearn.base import (
     BaseEstimator,
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
-    _fit_context,
 )
 from sklearn.kernel_approximation import RBFSampler
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._compat import Interval, _fit_context
 from ._stream import StreamLockMixin, record_stream_params, stream_update
 from ._validation import check_numeric, check_one_row
 

@@ -20,10 +20,12 @@ import copy
 from contextlib import contextmanager
 
 import numpy as np
-from sklearn.base import BaseEstimator, _fit_context
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._compat import _check_sample_weight, _fit_context
 from ._validation import check_fitted_fast, check_numeric, check_one_row, check_one_target
+from .utils.estimator_checks import expected_failed_checks
 
 __all__ = [
     "LinearPredictMixin",
@@ -618,17 +620,6 @@ SAMPLE_WEIGHT_EQUIVALENCE_REASON = (
     "the last N rows by count) and push older rows out, with λ < 1 the copies of a row "
     "get different ages, and a stream's solution depends on the order of its rows"
 )
-
-
-def expected_failed_checks(estimator):
-    """scikit-learn estimator checks ``estimator`` is expected to fail, with the reason.
-
-    For ``parametrize_with_checks(..., expected_failed_checks=expected_failed_checks)``:
-    the estimator's ``_expected_failed_checks()`` (a dict check name → mathematical
-    reason), or ``{}``.
-    """
-    method = getattr(estimator, "_expected_failed_checks", None)
-    return dict(method()) if callable(method) else {}
 
 
 class StreamingRegressorMixin(StreamLockMixin, PredictMixin):

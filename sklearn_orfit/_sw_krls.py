@@ -13,9 +13,9 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.linalg import blas, lapack
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted
 
+from ._compat import Interval
 from ._stream import StreamingRegressorMixin, check_stream_params, on_rollback
 
 __all__ = ["SlidingWindowKRLSRegressor"]

@@ -14,8 +14,8 @@ import contextvars
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils import get_tags
-from sklearn.utils._param_validation import HasMethods
 
+from ._compat import HasMethods
 from ._pipeline import (
     _is_atomic,
     _restore,

@@ -72,12 +72,12 @@ def _errors(y_true, y_pred):
     return e
 
 
-def _check_multioutput(multioutput):
+def _check_multioutput(multioutput, *, weights=False):
     if not (isinstance(multioutput, str) and multioutput in _MULTIOUTPUT):
-        raise ValueError(
-            "multioutput must be 'uniform_average' or 'raw_values', got "
-            f"{multioutput!r}."
-        )
+        allowed = "'uniform_average' or 'raw_values'"
+        if weights:
+            allowed = "'uniform_average', 'raw_values' or an array of output weights"
+        raise ValueError(f"multioutput must be {allowed}, got {multioutput!r}.")
 
 
 def _reduce(values, multioutput):
@@ -85,6 +85,53 @@ def _reduce(values, multioutput):
     if values.ndim == 0 or multioutput == "raw_values":
         return values if values.ndim else float(values)
     return float(np.mean(values))
+
+
+def _check_weights(w, n, name):
+    """``w`` as a float64 array of shape ``(n,)``: finite, >= 0, with a positive sum."""
+    if isinstance(w, (bool, np.bool_)):
+        raise ValueError(f"{name} must be an array of real numbers, got {w!r}.")
+    w = _as_float(w, name)
+    if w.shape != (n,):
+        raise ValueError(f"{name} has shape {w.shape}, expected ({n},).")
+    if not np.all(np.isfinite(w)):
+        raise ValueError(f"{name} contains NaN or infinity.")
+    if np.any(w < 0):
+        raise ValueError(f"{name} contains negative values; weights must be >= 0.")
+    if not w.sum() > 0:
+        raise ValueError(f"{name} sums to zero: the weighted average is undefined.")
+    return w
+
+
+def _weighted_average(values, sample_weight):
+    """Per-output mean of ``values`` over the rows, weighted by ``sample_weight``."""
+    if sample_weight is None:
+        return np.mean(values, axis=0)
+    w = _check_weights(sample_weight, values.shape[0], "sample_weight")
+    return np.average(values, axis=0, weights=w)
+
+
+def _reduce_outputs(values, multioutput):
+    """``multioutput`` as scikit-learn's regression metrics take it: "raw_values",
+    "uniform_average" or an array of weights of the outputs (2-D input only)."""
+    if isinstance(multioutput, str):
+        return _reduce(values, multioutput)
+    if multioutput is None or np.ndim(multioutput) != 1:
+        _check_multioutput(multioutput, weights=True)  # neither a known string nor weights
+    n_outputs = values.shape[0] if values.ndim else 1
+    if n_outputs == 1:
+        raise ValueError(
+            "multioutput weights are useful only in multi-output cases (2-D y with "
+            "several columns)."
+        )
+    weights = _as_float(multioutput, "multioutput")
+    if weights.shape[0] != n_outputs:
+        raise ValueError(
+            f"There must be equally many multioutput weights ({weights.shape[0]}) as "
+            f"outputs ({n_outputs})."
+        )
+    weights = _check_weights(weights, n_outputs, "multioutput")
+    return float(np.average(values, weights=weights))
 
 
 def _check_int(value, name, *, allow_none=False):
@@ -236,7 +283,9 @@ def residual_statistics(y_true, y_pred):
     }
 
 
-def root_mean_squared_error(y_true, y_pred, *, multioutput="uniform_average"):
+def root_mean_squared_error(
+    y_true, y_pred, *, sample_weight=None, multioutput="uniform_average"
+):
     """Root mean squared error: ``sqrt(mean_t (y_t − ŷ_t)²)``, per output.
 
     Parameters
@@ -245,8 +294,13 @@ def root_mean_squared_error(y_true, y_pred, *, multioutput="uniform_average"):
         Targets, in stream order.
     y_pred : array-like of the same shape
         Prequential predictions.
-    multioutput : {"uniform_average", "raw_values"}, default="uniform_average"
-        With several outputs: average the per-output RMSEs, or return them all.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the rows (finite, >= 0, not all zero): the mean over the rows is
+        ``Σ_t w_t (y_t − ŷ_t)² / Σ_t w_t``. ``None``: every row weighs 1.
+    multioutput : {"uniform_average", "raw_values"} or array-like of shape \
+            (n_outputs,), default="uniform_average"
+        With several outputs: average the per-output RMSEs, return them all, or average
+        them with these weights (``Σ_j v_j RMSE_j / Σ_j v_j``; 2-D input only).
 
     Returns
     -------
@@ -260,25 +314,30 @@ def root_mean_squared_error(y_true, y_pred, *, multioutput="uniform_average"):
 
     Notes
     -----
-    Equal to :func:`sklearn.metrics.root_mean_squared_error` on finite input: with
-    several outputs the RMSE of each output is taken first, then averaged. A 1-D input
-    gives a float for either ``multioutput`` (scikit-learn returns a one-element array
-    for ``"raw_values"``). The inputs are checked as in :func:`res_mse` (equal shapes,
-    1-D or 2-D, at least one row, finite). Cost: O(n_samples · n_outputs) time, one
-    temporary array of the input's size.
+    Equal to :func:`sklearn.metrics.root_mean_squared_error` on finite input, with the
+    same ``sample_weight`` and ``multioutput``: with several outputs the (weighted)
+    RMSE of each output is taken first, then averaged. A 1-D input gives a float for
+    either ``multioutput`` (scikit-learn returns a one-element array for
+    ``"raw_values"``). The inputs are checked as in :func:`res_mse` (equal shapes, 1-D
+    or 2-D, at least one row, finite); negative weights, and weights that sum to zero,
+    are refused. Cost: O(n_samples · n_outputs) time, one temporary array of the
+    input's size.
 
     Examples
     --------
     >>> from sklearn_orfit.metrics import root_mean_squared_error
     >>> root_mean_squared_error([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])  # sqrt(5 / 3)
     1.2909944487358056
+    >>> root_mean_squared_error([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], sample_weight=[1, 1, 0])
+    0.7071067811865476
     """
     e = _errors(y_true, y_pred)
-    _check_multioutput(multioutput)
-    return _reduce(np.sqrt(np.mean(e * e, axis=0)), multioutput)
+    if isinstance(multioutput, str):
+        _check_multioutput(multioutput, weights=True)
+    return _reduce_outputs(np.sqrt(_weighted_average(e * e, sample_weight)), multioutput)
 
 
-def mean_absolute_error(y_true, y_pred, *, multioutput="uniform_average"):
+def mean_absolute_error(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average"):
     """Mean absolute error: ``mean_t |y_t − ŷ_t|``, per output.
 
     Parameters
@@ -287,8 +346,13 @@ def mean_absolute_error(y_true, y_pred, *, multioutput="uniform_average"):
         Targets, in stream order.
     y_pred : array-like of the same shape
         Prequential predictions.
-    multioutput : {"uniform_average", "raw_values"}, default="uniform_average"
-        With several outputs: average the per-output values, or return them all.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the rows (finite, >= 0, not all zero): the mean over the rows is
+        ``Σ_t w_t |y_t − ŷ_t| / Σ_t w_t``. ``None``: every row weighs 1.
+    multioutput : {"uniform_average", "raw_values"} or array-like of shape \
+            (n_outputs,), default="uniform_average"
+        With several outputs: average the per-output values, return them all, or
+        average them with these weights (2-D input only).
 
     Returns
     -------
@@ -302,20 +366,25 @@ def mean_absolute_error(y_true, y_pred, *, multioutput="uniform_average"):
 
     Notes
     -----
-    Equal to :func:`sklearn.metrics.mean_absolute_error` on finite input. A 1-D input
-    gives a float for either ``multioutput`` (scikit-learn returns a one-element array
-    for ``"raw_values"``). The inputs are checked as in :func:`res_mse`. Cost:
-    O(n_samples · n_outputs) time, one temporary array of the input's size.
+    Equal to :func:`sklearn.metrics.mean_absolute_error` on finite input, with the same
+    ``sample_weight`` and ``multioutput``. A 1-D input gives a float for either
+    ``multioutput`` (scikit-learn returns a one-element array for ``"raw_values"``).
+    The inputs are checked as in :func:`res_mse`; negative weights, and weights that
+    sum to zero, are refused. Cost: O(n_samples · n_outputs) time, one temporary array
+    of the input's size.
 
     Examples
     --------
     >>> from sklearn_orfit.metrics import mean_absolute_error
     >>> mean_absolute_error([1.0, 2.0, 3.0], [1.0, 1.0, 1.0])
     1.0
+    >>> mean_absolute_error([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], sample_weight=[0, 1, 3])
+    1.75
     """
     e = _errors(y_true, y_pred)
-    _check_multioutput(multioutput)
-    return _reduce(np.mean(np.abs(e), axis=0), multioutput)
+    if isinstance(multioutput, str):
+        _check_multioutput(multioutput, weights=True)
+    return _reduce_outputs(_weighted_average(np.abs(e), sample_weight), multioutput)
 
 
 def _lag(season, horizon):

@@ -17,14 +17,9 @@ import numbers
 
 import numpy as np
 from sklearn.model_selection import BaseCrossValidator
-from sklearn.utils._metadata_requests import (
-    MetadataRequest,
-    _MetadataRequester,
-    _routing_enabled,
-    get_routing_for_object,
-)
-from sklearn.utils.validation import _num_samples
+from sklearn.utils.metadata_routing import MetadataRequest, get_routing_for_object
 
+from ._compat import _MetadataRequester, _num_samples, _routing_enabled
 from ._prequential import prequential_predict
 from ._validation import accepts_keyword
 from ._stream import check_stream_sample_weight

@@ -15,10 +15,10 @@ import functools
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin, _fit_context
-from sklearn.utils._param_validation import Interval
+from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._compat import Interval, _fit_context
 from ._stream import StreamLockMixin, check_stream_params, record_stream_params, stream_update
 
 __all__ = ["LagTransformer", "RecursiveStandardScaler"]
@@ -484,6 +484,26 @@ def _check_output_finite(Xt):
     return Xt
 
 
+_CONTINUATION = (
+    "fit(X).transform(X) takes X as the rows that follow X (the lags of its first "
+    "n_lags + horizon - 1 rows reach the end of X), fit_transform(X) as the start of "
+    "a stream (those lags are fill_value): the two agree from row n_lags + horizon - 1 "
+    "on; making them agree before it would give fit_transform's first rows lags from "
+    "the end of X, i.e. look-ahead"
+)
+_SEQUENCE = (
+    "row t's output is made of the rows before it: a transform of a sequence, not row "
+    "by row, so it depends on the order of the rows and on the rows given with it"
+)
+#: scikit-learn's checks LagTransformer is expected to fail (check name -> reason)
+_LAG_EXPECTED_FAILURES = {
+    "check_transformer_general": _CONTINUATION,
+    "check_transformer_data_not_an_array": _CONTINUATION,
+    "check_methods_sample_order_invariance": _SEQUENCE,
+    "check_methods_subset_invariance": _SEQUENCE,
+}
+
+
 class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
     """Past rows of the stream as features (``horizon`` steps back), kept across calls.
 
@@ -533,9 +553,11 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
     -----
     Lags are a sequence operation: an output row depends on the rows before it, so
     :meth:`transform` treats ``X`` as the rows that *follow* the learned stream, and
-    ``transform`` on a subset of rows is not the subset of ``transform`` — the checks of
-    :func:`~sklearn.utils.estimator_checks.check_estimator` that assume row-wise
-    transforms do not apply to it. :meth:`prequential_transform` is ``transform``
+    ``transform`` on a subset of rows is not the subset of ``transform`` — the four
+    checks of :func:`~sklearn.utils.estimator_checks.check_estimator` that assume
+    row-wise transforms, or ``fit(X).transform(X) == fit_transform(X)``, do not apply
+    to it: :func:`sklearn_orfit.utils.estimator_checks.expected_failed_checks` lists
+    them with the reasons. :meth:`prequential_transform` is ``transform``
     followed by :meth:`partial_fit` (the output uses strictly earlier rows, so there is
     no look-ahead); :meth:`fit_transform` is ``fit`` on nothing followed by
     :meth:`prequential_transform`, i.e. the lags *within* ``X``. Cost
@@ -735,6 +757,11 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
         h = self.horizon
         names = [f"{f}_lag{k}" for k in range(h, h + self.n_lags) for f in input_features]
         return np.asarray(names, dtype=object)
+
+    def _expected_failed_checks(self):
+        """scikit-learn checks a transform of a sequence cannot pass, with the reason
+        (see :func:`sklearn_orfit.utils.estimator_checks.expected_failed_checks`)."""
+        return dict(_LAG_EXPECTED_FAILURES)
 
     def _init_state(self, n_features):
         self.history_ = np.full((self._n_history(), n_features), float(self.fill_value))

@@ -10,8 +10,8 @@ from numbers import Real
 
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
-from sklearn.utils._param_validation import Interval
 
+from sklearn_orfit._compat import Interval
 from sklearn_orfit._stream import StreamingRegressorMixin
 
 

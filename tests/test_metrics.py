@@ -167,9 +167,97 @@ def test_bad_input_clear_value_error(func, y, p, match):
 def test_unknown_multioutput_refused(func, shape):
     # with 1-D input an unknown multioutput used to pass silently
     y = np.arange(10.0)[: shape[0] * (shape[1] if len(shape) > 1 else 1)].reshape(shape)
-    for bad in ["variance_weighted", None, [0.5, 0.5]]:
+    bad_values = ["variance_weighted", None, [0.5, 0.5]]
+    if func in (root_mean_squared_error, mean_absolute_error) and len(shape) == 2:
+        # output weights, as scikit-learn's: refused when they do not match the outputs
+        bad_values = ["variance_weighted", None, [0.5, 0.5, 0.5], [[0.5, 0.5]], 0.5]
+    for bad in bad_values:
         with pytest.raises(ValueError, match="multioutput"):
             func(y, y + 1.0, multioutput=bad)
+
+
+# ------------------------------------------------ RMSE and MAE: sample and output weights
+_OURS_AND_SKLEARN = [
+    (root_mean_squared_error, skm.root_mean_squared_error),
+    (mean_absolute_error, skm.mean_absolute_error),
+]
+
+
+@pytest.mark.parametrize("ours, theirs", _OURS_AND_SKLEARN, ids=["rmse", "mae"])
+@pytest.mark.parametrize("shape", [(40,), (30, 3)])
+@pytest.mark.parametrize("weights", ["uniform", "integer", "with_zeros"])
+def test_weighted_rmse_mae_equal_sklearn(rng, ours, theirs, shape, weights):
+    y, p = rng.normal(size=shape), rng.normal(size=shape)
+    n = shape[0]
+    w = {
+        "uniform": rng.uniform(0.1, 3.0, size=n),
+        "integer": rng.integers(0, 4, size=n),
+        "with_zeros": np.where(rng.random(n) < 0.3, 0.0, rng.exponential(size=n)),
+    }[weights]
+    assert ours(y, p, sample_weight=w) == pytest.approx(theirs(y, p, sample_weight=w), rel=1e-13)
+    if len(shape) == 2:
+        np.testing.assert_allclose(
+            ours(y, p, sample_weight=w, multioutput="raw_values"),
+            theirs(y, p, sample_weight=w, multioutput="raw_values"),
+            rtol=1e-13,
+        )
+        v = rng.uniform(0.0, 2.0, size=shape[1])
+        for sw in [None, w]:
+            value = ours(y, p, sample_weight=sw, multioutput=v)
+            assert isinstance(value, float)
+            assert value == pytest.approx(
+                theirs(y, p, sample_weight=sw, multioutput=v), rel=1e-13
+            )
+
+
+@pytest.mark.parametrize("ours", [root_mean_squared_error, mean_absolute_error])
+def test_sample_weight_meaning(rng, ours):
+    y, p = rng.normal(size=(12, 2)), rng.normal(size=(12, 2))
+    # a weight 0 drops the row; an integer weight repeats it; weights scale freely
+    w = np.array([0, 1, 2, 0, 3, 1, 1, 0, 2, 1, 1, 4])
+    keep = np.repeat(np.arange(12), w)
+    assert ours(y, p, sample_weight=w) == pytest.approx(ours(y[keep], p[keep]), rel=1e-13)
+    assert ours(y, p, sample_weight=w) == pytest.approx(
+        ours(y, p, sample_weight=7.5 * w), rel=1e-13
+    )
+    assert ours(y, p, sample_weight=np.ones(12)) == pytest.approx(ours(y, p), rel=1e-15)
+    # output weights: one output only
+    for j in range(2):
+        e = np.zeros(2)
+        e[j] = 1.0
+        assert ours(y, p, multioutput=e) == pytest.approx(
+            ours(y[:, j], p[:, j]), rel=1e-13
+        )
+
+
+@pytest.mark.parametrize("ours", [root_mean_squared_error, mean_absolute_error])
+@pytest.mark.parametrize(
+    "w, match",
+    [
+        ([1.0, 2.0], "shape"),
+        ([[1.0, 2.0, 3.0]], "shape"),
+        ([1.0, -1.0, 2.0], "negative"),
+        ([1.0, np.nan, 2.0], "NaN"),
+        ([1.0, np.inf, 2.0], "NaN or infinity"),
+        ([0.0, 0.0, 0.0], "sums to zero"),
+        (["a", "b", "c"], "strings"),
+        (True, "real numbers"),
+    ],
+)
+def test_bad_sample_weight_refused(ours, w, match):
+    with pytest.raises(ValueError, match=match):
+        ours([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], sample_weight=w)
+
+
+@pytest.mark.parametrize("ours", [root_mean_squared_error, mean_absolute_error])
+def test_bad_output_weights_refused(ours):
+    y = np.arange(6.0).reshape(3, 2)
+    for v, match in [([1.0, -1.0], "negative"), ([0.0, 0.0], "sums to zero"),
+                     ([1.0, np.nan], "NaN")]:
+        with pytest.raises(ValueError, match=match):
+            ours(y, y + 1.0, multioutput=v)
+    with pytest.raises(ValueError, match="multi-output"):
+        ours(y[:, :1], y[:, :1] + 1.0, multioutput=[1.0])
 
 
 # ---------------------------------------------------------------- naive_forecast

@@ -1,0 +1,5 @@
+"""Utilities for developers of and around the package.
+
+* :mod:`sklearn_orfit.utils.estimator_checks` — the scikit-learn estimator checks the
+  package's estimators are expected to fail, with the reasons.
+"""
