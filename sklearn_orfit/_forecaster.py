@@ -10,6 +10,7 @@ conformal intervals (adaptive conformal inference) from its own prequential resi
 
 import copy
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -68,7 +69,10 @@ def _infer_step(index):
         if index.freq is not None:
             return index.freq
         if len(index) >= 3:
-            freq = pd.infer_freq(index)
+            with warnings.catch_warnings():
+                # (pandas 3 warns that infer_freq will return an offset; either is used)
+                warnings.simplefilter("ignore")
+                freq = pd.infer_freq(index)
             if freq is not None:
                 return freq
         if len(index) >= 2 and index[-1] > index[-2]:
