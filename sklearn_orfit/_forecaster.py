@@ -107,7 +107,8 @@ class StreamForecaster(BaseEstimator):
       ``t + 1, ..., t + horizon`` (a calendar, a weather forecast).
 
     Its targets, for the steps ``k = 1, ..., horizon``, are ``y_{t+k}`` relative to a
-    base known at ``t``: ``y_{t+k}`` itself (no transform), ``y_{t+k} − y_t``
+    base known at ``t``: ``y_{t+k}`` minus the running mean of ``y`` up to ``t`` (no
+    transform: an intercept for regressors without one), ``y_{t+k} − y_t``
     (``"diff"``), ``log(y_{t+k}/y_t)`` (``"log_diff"``) or ``y_{t+k}`` minus the last
     value of the same season (``"seasonal_diff"``: ``y_{t+k−s⌈k/s⌉}``).
 
@@ -225,15 +226,17 @@ class StreamForecaster(BaseEstimator):
     --------
     >>> import numpy as np
     >>> from sklearn_orfit import StreamForecaster
-    >>> t = np.arange(600)
-    >>> y = 10 + np.sin(2 * np.pi * t / 24) + 0.1 * np.random.default_rng(0).normal(size=600)
-    >>> fc = StreamForecaster(n_lags=24, horizon=3).fit(y[:500])
-    >>> fc.predict().shape
+    >>> t = np.arange(300)
+    >>> y = 10 + np.sin(2 * np.pi * t / 24) + 0.1 * np.random.default_rng(0).normal(size=300)
+    >>> fc = StreamForecaster(n_lags=24, horizon=3, transform="seasonal_diff", season=24)
+    >>> fc.fit(y[:250]).predict().shape
     (3,)
-    >>> fc.update(y[500:]).n_samples_seen_
-    600
-    >>> fc.predict_interval(coverage=(0.8,)).shape  # (horizon, levels, lower/upper)
-    (3, 1, 2)
+    >>> fc.update(y[250:]).n_samples_seen_
+    300
+    >>> fc.predict_interval().shape  # (horizon, coverage levels, lower/upper)
+    (3, 2, 2)
+    >>> bool(np.all(np.abs(fc.predict() - y[-24:-21]) < 1.0))  # a day later, same hour
+    True
     """
 
     _parameter_constraints: dict = {
@@ -321,10 +324,11 @@ class StreamForecaster(BaseEstimator):
             The series.
         X : array-like of shape (n_samples, n_exog) or DataFrame, default=None
             Exogenous columns.
-        return_interval : bool or {"aci", "quantile"}, default=False
+        return_interval : bool or {"aci", "quantile", "all"}, default=False
             Also return the intervals issued with the forecasts: ``True``, those of
-            ``method``; a method's name, that method's (both are computed from the
-            same residuals in every run, so they can be compared on one backtest).
+            ``method``; a method's name, that method's; ``"all"``, a dict of both (they
+            are computed from the same residuals in every run, so they can be compared
+            on one backtest).
 
         Returns
         -------
@@ -333,19 +337,27 @@ class StreamForecaster(BaseEstimator):
             (at origin ``i − k``); NaN where none could be made (cold start, or, with
             ``future_exog``, an origin whose known-future rows lie past the data).
             DataFrame (columns ``h1, h2, ...``, the index of ``y``) for pandas input.
-        intervals : ndarray of shape (n_samples, horizon, n_levels, 2)
-            Lower and upper bounds for each coverage (only with ``return_interval``).
+        intervals : ndarray of shape (n_samples, horizon, n_levels, 2) or dict
+            Lower and upper bounds for each coverage (only with ``return_interval``;
+            ``{"aci": ..., "quantile": ...}`` with ``"all"``).
         """
         self._start(y, X)
         yv, Xv, index = self._check_chunk(y, X, first=True)
-        if return_interval not in (False, True, "aci", "quantile"):
-            raise ValueError('return_interval must be False, True, "aci" or "quantile", '
-                             f"got {return_interval!r}.")
+        if return_interval not in (False, True, "aci", "quantile", "all"):
+            raise ValueError('return_interval must be False, True, "aci", "quantile" or '
+                             f'"all", got {return_interval!r}.')
         F, Q = self._run(yv, Xv, record=True)
         self._set_index(index)
-        method = self.method if return_interval is True else return_interval
-        Q = Q[:, :, 0 if method == "aci" else 1]
-        intervals = np.stack([F[:, :, None] - Q, F[:, :, None] + Q], axis=-1)
+
+        def bounds(j):
+            return np.stack([F[:, :, None] - Q[:, :, j], F[:, :, None] + Q[:, :, j]],
+                            axis=-1)
+
+        if return_interval == "all":
+            intervals = {"aci": bounds(0), "quantile": bounds(1)}
+        else:
+            method = self.method if return_interval is True else return_interval
+            intervals = bounds(0 if method == "aci" else 1)
         if self._pandas:
             import pandas as pd
 
@@ -498,6 +510,8 @@ class StreamForecaster(BaseEstimator):
         self._keep = (2 * h + self._defer + self.n_lags + self._order + self._exog_lags
                       + (s * math.ceil(h / s) if s else 0) + 2)
         self._y_hist = np.empty(0)
+        self._m_hist = np.empty(0)  # the running mean of y at the same times
+        self._mean_y, self._n_mean = 0.0, 0
         self._X_hist = np.empty((0, n_exog))
         self.n_samples_seen_ = 0
         self.n_rows_learned_ = 0
@@ -649,14 +663,15 @@ class StreamForecaster(BaseEstimator):
             parts.append(fut_rows.T.ravel())
         return np.concatenate(parts)
 
-    def _base(self, ys, i, k):
-        """The base of step ``k`` at position ``i`` of ``ys`` (see the class doc)."""
+    def _base(self, ys, i, k, origin=None):
+        """The base of step ``k`` at position ``i`` of ``ys`` (see the class doc); for
+        no transform, the running mean at ``origin`` (default ``i``)."""
         if self.transform in ("diff", "log_diff"):
             return ys[i]
         if self.transform == "seasonal_diff":
             s = self._order
             return ys[i + k - s * math.ceil(k / s)]
-        return 0.0
+        return self._m_hist[i if origin is None else origin]
 
     def _to_target(self, y, base):
         if self.transform == "log_diff":
@@ -732,7 +747,7 @@ class StreamForecaster(BaseEstimator):
             x = self._row(tj, ext, Xs, start, fr)
             p = self._predict_row(reg, fast, x)[0]
             i = tj - start
-            out[j] = self._from_target(p, self._base(ext, i, 1))
+            out[j] = self._from_target(p, self._base(ext, i, 1, origin=t - start))
             ext[i + 1] = out[j]
         return out
 
@@ -754,6 +769,10 @@ class StreamForecaster(BaseEstimator):
         R = self._ring_origin.shape[0]
         for i in range(n):
             self._y_hist = np.append(self._y_hist, yv[i])[-self._keep :]
+            # the running mean of y (one value at a time, whatever the chunking)
+            self._n_mean += 1
+            self._mean_y += (yv[i] - self._mean_y) / self._n_mean
+            self._m_hist = np.append(self._m_hist, self._mean_y)[-self._keep :]
             self._X_hist = np.concatenate([self._X_hist, Xv[i : i + 1]])[-self._keep :]
             self.n_samples_seen_ += 1
             T = self.n_samples_seen_ - 1
