@@ -75,13 +75,16 @@ def shift_series(n, rng):
     return y
 
 
-def load_series(quick):
+def load_series(quick, max_values=None):
     demand = load_electricity_demand().data
     eurusd = load_exchange_rates("USD").data[-2500:]
     shift = shift_series(2000, np.random.default_rng(0))
     if quick:
         demand, eurusd, shift = demand[:700], eurusd[-500:], shift_series(
             500, np.random.default_rng(0))
+    if max_values:
+        demand, eurusd, shift = demand[:max_values], eurusd[-max_values:], shift_series(
+            max_values, np.random.default_rng(0))
     return {
         "demand": dict(y=demand, transform="seasonal_diff", season=48, n_lags=48,
                        horizon=12, reference="seasonal naive"),
@@ -221,6 +224,8 @@ def print_table(results):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter series")
+    parser.add_argument("--max-values", type=int, default=None,
+                        help="cut every series to this many values (smoke tests)")
     parser.add_argument("--n-components", type=int, default=256)
     parser.add_argument("--window", type=int, default=100)
     parser.add_argument("--gamma", type=float, default=0.005)
@@ -233,7 +238,7 @@ def main(argv=None):
     results = {}
     with threadpool_limits(limits=1, user_api="blas"):
         header = machine()
-        for name, spec in load_series(args.quick).items():
+        for name, spec in load_series(args.quick, args.max_values).items():
             results[name] = {
                 strategy: run(name, spec, strategy, n_components=args.n_components,
                               window=args.window, gamma=args.gamma,
@@ -255,7 +260,8 @@ def main(argv=None):
                             "conformal_window": args.conformal_window,
                             "series": {k: {kk: vv for kk, vv in v.items() if kk != "y"}
                                        | {"n": int(len(v["y"]))}
-                                       for k, v in load_series(args.quick).items()}},
+                                       for k, v in load_series(
+                                           args.quick, args.max_values).items()}},
                "results": results}
         with open(os.path.join(args.out, name), "w", encoding="utf-8") as fh:
             json.dump(doc, fh, indent=1, allow_nan=True)

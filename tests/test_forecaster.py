@@ -342,3 +342,29 @@ def test_parameter_errors():
     assert make(method="quantile").fit(y).predict_interval(coverage=(0.5,)).shape == (3, 1, 2)
     with pytest.raises(ValueError, match="X given"):
         fc.update(y[:3], exog(3))
+
+
+def test_bench_intervals_quick(tmp_path, capsys):
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_intervals.py"
+    spec = importlib.util.spec_from_file_location("bench_intervals", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    results = bench.main(["--quick", "--max-values", "160", "--n-components", "16",
+                          "--window", "10", "--conformal-window", "50",
+                          "--out", str(tmp_path)])
+    assert set(results) == {"demand", "eurusd", "shift"}
+    for res in results.values():
+        for strategy in ("direct", "recursive"):
+            r = res[strategy]
+            assert np.all(np.isfinite(r["mse"])) and np.all(np.isfinite(r["mse_reference"]))
+            for method in ("aci", "quantile"):
+                cov = np.array(r["methods"][method]["coverage"])
+                assert cov.shape == (len(r["mse"]), 2)
+                assert np.all((cov >= 0) & (cov <= 1))
+    doc = json.loads((tmp_path / "bench_intervals_quick.json").read_text(encoding="utf-8"))
+    assert doc["settings"]["series"]["demand"]["n"] == 160
+    assert "| demand | direct | aci | 80% |" in capsys.readouterr().out
