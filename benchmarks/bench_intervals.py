@@ -221,6 +221,17 @@ def print_table(results):
               f"{res['direct']['ms_per_step']:.1f}, {res['recursive']['ms_per_step']:.1f} |")
 
 
+def _json_ready(obj):
+    """NaN (a step without any interval, e.g. in a very short run) as JSON null."""
+    if isinstance(obj, dict):
+        return {k: _json_ready(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_ready(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    return obj
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter series")
@@ -264,7 +275,7 @@ def main(argv=None):
                                            args.quick, args.max_values).items()}},
                "results": results}
         with open(os.path.join(args.out, name), "w", encoding="utf-8") as fh:
-            json.dump(doc, fh, indent=1, allow_nan=True)
+            json.dump(_json_ready(doc), fh, indent=1, allow_nan=False)
     return results
 
 
