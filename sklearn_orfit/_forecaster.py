@@ -637,10 +637,6 @@ class StreamForecaster(BaseEstimator):
         return pd.Series(f, index=_future_index(self._index_tail, self._step, h))
 
     # ------------------------------------------------------------------ the stream
-    def _y(self, u):
-        """The value at absolute time ``u`` from the history."""
-        return self._y_hist[u - (self.n_samples_seen_ - self._y_hist.shape[0])]
-
     def _row(self, t, ys, Xs, start, fut_rows):
         """Features of origin ``t`` from the values ``ys`` (absolute times from
         ``start``), exogenous rows ``Xs`` and the known-future rows ``fut_rows``
