@@ -9,6 +9,7 @@
 
 from ._ensemble import FeaturePartitionEnsemble
 from ._ewrls import EWRLSRegressor
+from ._forecaster import StreamForecaster
 from ._orfit import ORFitRegressor
 from ._orfit_mlp import ORFitMLPRegressor
 from ._pipeline import StreamingPipeline, make_streaming_pipeline
@@ -35,6 +36,7 @@ __all__ = [
     "RandomFourierFeatures",
     "RecursiveStandardScaler",
     "SlidingWindowKRLSRegressor",
+    "StreamForecaster",
     "StreamingPipeline",
     "StreamingTransformedTargetRegressor",
     "make_prequential_scorer",

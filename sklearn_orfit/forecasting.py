@@ -22,10 +22,11 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.utils import Bunch
 
 from . import _experiments as ex
+from ._forecaster import StreamForecaster
 from ._prequential import prequential_predict
 from .model_selection import PrequentialSplit, make_prequential_scorer
 
-__all__ = ["tune_forecast"]
+__all__ = ["StreamForecaster", "tune_forecast"]
 
 # the models whose state is a sliding window of the last ``window_size`` rows
 _WINDOWED = ("abo", "ensemble", "sw-krls", "qrd-rls")
