@@ -15,10 +15,10 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn import config_context
-from sklearn.base import BaseEstimator, _fit_context, clone
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
+from ._compat import HasMethods, Interval, StrOptions, _fit_context
 from ._pipeline import StreamingPipeline, make_streaming_pipeline
 from ._qr_ewrls import QREWRLSRegressor
 from ._rff import RandomFourierFeatures
