@@ -40,7 +40,8 @@ gradients of the last ``m`` rows, or of all, taken afresh at the current paramet
 Regenerate: ``python benchmarks/bench_orfit_mlp_drift.py`` (about two minutes for 3
 seeds on one core; ``--steps`` prints the step-by-step tables of the first seed,
 ``--seeds 10`` the 10-seed summary, ``--damping 0.1`` scales every ORFit-MLP step by a
-tenth).
+tenth, ``--standardise`` learns the targets standardised by the whole stream's mean and
+deviation).
 """
 
 import argparse
@@ -105,7 +106,7 @@ class _Linear(_MLP):
 class _DampedMLP(ORFitMLPRegressor):
     """ORFit-MLP with every step scaled by ``_damping`` (the memory is updated as usual):
     the new row is then fitted only in part, and the rest of its residual is left to the
-    next steps."""
+    next steps. ``_damping = 1`` is ORFitMLPRegressor's step, bit for bit."""
 
     _damping = 1.0
 
@@ -140,11 +141,11 @@ def methods(seed, *, hidden, m, damping=1.0):
 def stream(model, X, y):
     """Learn ``X`` one row per call; the drift measurements after every step."""
     n, est = len(y), model.est
-    G0 = np.empty((n, X.shape[1] if isinstance(model, _Linear) else model.initial(X).size))
+    w_old = model.initial(X)
+    G0 = np.empty((n, w_old.size))  # ∇f_i(w_{i−1}): the gradient stored for point i
     lost, stale, curv = np.zeros(n), np.zeros(n), np.zeros(n)
     f_learned = np.empty(n)  # f_i(w_i), right after point i was learned
     steps = []
-    w_old = model.initial(X)
     for t in range(n):
         G_old = model.grad(X[: t + 1], w_old)  # ∇f_i(w_{t−1}), i ≤ t
         f_old = model.predict(X[:t], w_old)
@@ -172,7 +173,8 @@ def stream(model, X, y):
         err = np.abs(f - y[:t])
         steps.append(dict(
             t=t, step=float(np.linalg.norm(dw)), err_seen=float(err.mean()),
-            span=float(span.mean()), n_kept=int(kept.sum()), err_kept=float(err[kept].mean()) if kept.any() else np.nan,
+            span=float(span.mean()), n_kept=int(kept.sum()),
+            err_kept=float(err[kept].mean()) if kept.any() else np.nan,
             cos=float(cos.mean()), lost=float(np.abs(lost[:t]).mean()),
             stale=float(np.abs(stale[:t]).mean()), curv=float(np.abs(curv[:t]).mean()),
             # the three parts add up to each point's drift since it was learned
@@ -190,22 +192,27 @@ def run(args):
         X, y, Xt, yt, _ = make_split(twos, seed, n_train=args.n_train,
                                      test_rotations=args.test_rotations, size=args.size)
         row = {"mean predictor": _rmse(np.full_like(yt, y.mean()), yt)}
-        for name, model in methods(seed, hidden=args.hidden, m=args.memory_size,
-                                     damping=args.damping).items():
-            steps = stream(model, X, y)
-            pred = model.est.predict(Xt)
+        # --standardise: learn (y − ȳ)/s (the whole stream's mean and deviation, known
+        # in advance: more than a stream can know), predict back in radians
+        mu, sd = (y.mean(), y.std()) if args.standardise else (0.0, 1.0)
+        y_fit = (y - mu) / sd
+
+        def record(name, pred):
+            pred = pred * sd + mu
             row[name] = _rmse(pred, yt)
             row[name + " | std of test predictions"] = float(pred.std())
             row[name + " | mean test prediction - last angle"] = float(pred.mean() - y[-1])
+
+        for name, model in methods(seed, hidden=args.hidden, m=args.memory_size,
+                                   damping=args.damping).items():
+            steps = stream(model, X, y_fit)
+            record(name, model.est.predict(Xt))
             row[name + " | end"] = steps[-1]
             if seed == 0:
                 tables[name] = steps
         for name, window, correct in _references(args.memory_size):
-            pred = relinearised(X, y, Xt, seed=seed, hidden=args.hidden, window=window,
-                                correct=correct)
-            row[name] = _rmse(pred, yt)
-            row[name + " | std of test predictions"] = float(pred.std())
-            row[name + " | mean test prediction - last angle"] = float(pred.mean() - y[-1])
+            record(name, relinearised(X, y_fit, Xt, seed=seed, hidden=args.hidden,
+                                      window=window, correct=correct))
         per_seed.append(row)
     return per_seed, tables
 
@@ -258,7 +265,8 @@ def report(per_seed, tables, args):
     print(f"Rotated digits {args.size}×{args.size}, {args.n_train} training images by "
           f"increasing angle, one row per call; hidden ({args.hidden},) tanh, "
           f"m = {args.memory_size}; {args.seeds} seed(s), RMSE in radians"
-          + ("" if args.damping == 1 else f"; ORFit-MLP steps × {args.damping:g}"))
+          + ("" if args.damping == 1 else f"; ORFit-MLP steps × {args.damping:g}")
+          + ("; standardised targets" if args.standardise else ""))
     if args.steps:
         for name, steps in tables.items():
             print(f"\n{name} (seed 0): after step t, on the points seen before")
@@ -293,6 +301,9 @@ def main(argv=None):
     parser.add_argument("--size", type=int, default=28)
     parser.add_argument("--damping", type=float, default=1.0,
                         help="scale every ORFit-MLP step by this factor (1: ORFit)")
+    parser.add_argument("--standardise", action="store_true",
+                        help="learn the targets standardised by the stream's mean and "
+                             "deviation (drift columns then in units of the deviation)")
     parser.add_argument("--steps", action="store_true",
                         help="print the step-by-step table of every method (first seed)")
     parser.add_argument("--every", type=int, default=10, help="print every k-th step")
