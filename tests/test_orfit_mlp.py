@@ -1,8 +1,10 @@
 """ORFitMLPRegressor: the Jacobian, the linearised invariants of the ORFit step, the
 second-order forgetting, the linear special case and the streaming contract."""
 
+import importlib.util
 import pickle
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -134,6 +136,36 @@ def test_one_step_sgd_forgets_to_first_order():
          for t in (1e-3, 5e-4)]
     assert 1.5 < e[0] / e[1] < 2.5, e
     assert clone(est).fit(X, f0).components_.shape == (0, 321)
+
+
+def test_drift_on_a_sorted_stream_is_lost_memory_then_staleness():
+    # benchmarks/bench_orfit_mlp_drift.py on a tiny rotated-digits stream: the change of
+    # every past prediction splits exactly into the part a bounded memory gives up (first
+    # order), the staleness of the stored gradients and the curvature within a step
+    spec = importlib.util.spec_from_file_location(
+        "bench_orfit_mlp_drift",
+        Path(__file__).parents[1] / "benchmarks" / "bench_orfit_mlp_drift.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    per_seed, steps = bench.main(["--seeds", "1", "--n-train", "15", "--size", "8",
+                                  "--hidden", "4", "--memory-size", "3",
+                                  "--test-rotations", "1"])
+    assert len(steps) == 9 and all(len(s) == 14 for s in steps.values())
+    for name, s in steps.items():
+        assert max(r["check"] for r in s) < 1e-10, name
+        if name.startswith("linear"):  # a linear model's gradients never go stale
+            assert max(r["stale"] + r["curv"] for r in s) < 1e-12, name
+            assert min(r["cos"] for r in s) > 1 - 1e-12, name
+        if name.endswith("unlimited"):  # nothing is given up: the memory spans them all
+            assert max(r["lost"] for r in s) < 1e-10, name
+            assert min(r["span"] for r in s) > 1 - 1e-10, name
+        if "latest" in name or "random" in name or name.endswith("m=0"):
+            # the failure mode of the user guide: first-order loss, not staleness
+            assert s[-1]["lost"] > 3 * (s[-1]["stale"] + s[-1]["curv"]), name
+    assert steps["MLP m=0"][-1]["span"] == 0
+    # the MLP's stored gradients do go stale
+    assert steps["MLP unlimited"][-1]["stale"] > 1e-3
+    assert per_seed[0]["mean predictor"] > 0
 
 
 # ---------------------------------------------------------------------- the stream
