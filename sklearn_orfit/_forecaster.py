@@ -287,10 +287,17 @@ class StreamForecaster(BaseEstimator):
         self : StreamForecaster
             The fitted forecaster.
         """
-        self._start(y, X)
-        yv, Xv, index = self._check_chunk(y, X, first=True)
-        self._run(yv, Xv, record=False)
-        self._set_index(index)
+        saved = dict(self.__dict__)
+        try:
+            self._start(y, X)
+            yv, Xv, index = self._check_chunk(y, X, first=True)
+            self._run(yv, Xv, record=False)
+            self._set_index(index)
+        except BaseException:
+            # all or nothing: a rejected (or interrupted) fit keeps the previous stream
+            self.__dict__.clear()
+            self.__dict__.update(saved)
+            raise
         return self
 
     def update(self, y_new, X_new=None):

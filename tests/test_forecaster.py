@@ -368,3 +368,16 @@ def test_bench_intervals_quick(tmp_path, capsys):
     doc = json.loads((tmp_path / "bench_intervals_quick.json").read_text(encoding="utf-8"))
     assert doc["settings"]["series"]["demand"]["n"] == 160
     assert "| demand | direct | aci | 80% |" in capsys.readouterr().out
+
+
+def test_a_rejected_fit_keeps_the_previous_stream():
+    y = np.sin(np.arange(120) / 5.0) + 0.01 * np.arange(120)
+    fc = StreamForecaster(n_lags=4, horizon=2).fit(y[:100])
+    before = pickle.dumps(fc)
+    bad = y.copy()
+    bad[7] = np.nan
+    with pytest.raises(ValueError):
+        fc.fit(bad)
+    assert pickle.dumps(fc) == before
+    np.testing.assert_array_equal(fc.update(y[100:]).predict(), StreamForecaster(
+        n_lags=4, horizon=2).fit(y).predict())
