@@ -133,7 +133,9 @@ class StreamForecaster(BaseEstimator):
         row. Names when ``X`` is a DataFrame, positions otherwise.
     horizon : int, default=1
         The largest number of steps ahead the forecaster will be asked for.
-    strategy : {"direct", "recursive"}, default="direct"
+    strategy : {"auto", "direct", "recursive"}, default="auto"
+        ``"auto"``: ``"recursive"``, or ``"direct"`` when past-only exogenous columns
+        are used with ``horizon > 1`` (their values beyond the origin are unknown).
         ``"direct"``: one regressor with ``horizon`` targets (one row, one solve, all
         steps); a row is learned when its last target, ``horizon`` steps later, has
         arrived. ``"recursive"``: a one-step regressor (learned as soon as the next
@@ -247,7 +249,7 @@ class StreamForecaster(BaseEstimator):
         "exog_lags": [Interval(Integral, 0, None, closed="left"), None],
         "future_exog": ["array-like", None],
         "horizon": [Interval(Integral, 1, None, closed="left")],
-        "strategy": [StrOptions({"direct", "recursive"})],
+        "strategy": [StrOptions({"auto", "direct", "recursive"})],
         "method": [StrOptions({"aci", "quantile"})],
         "coverage": ["array-like"],
         "gamma": [Interval(Real, 0, None, closed="left")],
@@ -255,7 +257,7 @@ class StreamForecaster(BaseEstimator):
     }
 
     def __init__(self, regressor=None, *, n_lags=24, transform=None, season=None,
-                 exog_lags=None, future_exog=None, horizon=1, strategy="direct",
+                 exog_lags=None, future_exog=None, horizon=1, strategy="auto",
                  method="aci", coverage=(0.8, 0.95), gamma=0.005, conformal_window=1000):
         self.regressor = regressor
         self.n_lags = n_lags
@@ -497,8 +499,14 @@ class StreamForecaster(BaseEstimator):
         self._exog_lags = self.n_lags if self.exog_lags is None else int(self.exog_lags)
         if not self._past_cols:
             self._exog_lags = 0
-        self._reach = 1 if self.strategy == "recursive" else h  # target completes after
-        if self.strategy == "recursive" and h > 1 and self._exog_lags > 0:
+        # "auto": recursive (its forecasts use the rows the direct model still waits for:
+        # smaller errors on every bundled series, benchmarks/bench_intervals.py), direct
+        # when past-only exogenous columns have no values beyond the origin to feed back
+        self._strategy = self.strategy
+        if self._strategy == "auto":
+            self._strategy = "direct" if (h > 1 and self._exog_lags > 0) else "recursive"
+        self._reach = 1 if self._strategy == "recursive" else h  # target completes after
+        if self._strategy == "recursive" and h > 1 and self._exog_lags > 0:
             raise ValueError(
                 'strategy="recursive" cannot use past-only exogenous columns for more '
                 "than one step (their future values are unknown): give them in "
@@ -735,7 +743,7 @@ class StreamForecaster(BaseEstimator):
 
     def _point_forecast(self, reg, fast, ys, Xs, start, t, steps, fut_rows):
         """Forecasts of ``y_{t+1..t+steps}`` from the values up to ``t``."""
-        if self.strategy == "direct":
+        if self._strategy == "direct":
             x = self._row(t, ys, Xs, start, fut_rows)
             p = self._predict_row(reg, fast, x)[:steps]
             i = t - start
@@ -936,7 +944,7 @@ class StreamForecaster(BaseEstimator):
             if Xf.shape[0] < h or not np.all(np.isfinite(Xf[:h])):
                 raise ValueError(f"X_future needs {h} finite rows, got {Xf.shape[0]}.")
             # the direct model's row has all its horizon's future values
-            need = self.horizon if self.strategy == "direct" else h
+            need = self.horizon if self._strategy == "direct" else h
             if Xf.shape[0] < need:
                 raise ValueError(
                     f"X_future needs {need} rows (the direct model's rows hold the "

@@ -153,12 +153,18 @@ def test_predict_is_the_backtest_forecast_at_the_last_origin():
 
 def test_cold_start_is_nan_and_numpy_stays_numpy():
     y = series()
-    fc = make(n_lags=4, horizon=3).fit(y[:5])  # no row learned yet
-    out = fc.predict()
-    assert isinstance(out, np.ndarray) and out.shape == (3,) and np.isnan(out).all()
+    # no row learned yet: the direct model waits for a row's last target, the recursive
+    # one for the value after the first lags
+    for strategy, n in (("direct", 5), ("recursive", 4), ("auto", 4)):
+        out = make(n_lags=4, horizon=3, strategy=strategy).fit(y[:n]).predict()
+        assert isinstance(out, np.ndarray) and out.shape == (3,) and np.isnan(out).all()
+    fc = make(n_lags=4, horizon=3, strategy="direct").fit(y[:5])
     assert np.isnan(fc.predict_interval()).all()
-    F = make().backtest(y)
+    assert np.isfinite(make(n_lags=4, horizon=3).fit(y[:5]).predict()).all()
+    F = make(strategy="direct").backtest(y)
     assert np.isnan(F[:6]).all() and np.isfinite(F[-50:]).all()
+    F = make(strategy="recursive").backtest(y)
+    assert np.isnan(F[:5]).all() and np.isfinite(F[5]).any() and np.isfinite(F[-50:]).all()
     assert fc.update(y[5:]).predict().dtype == np.float64
 
 
