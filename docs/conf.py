@@ -46,8 +46,8 @@ html_theme_options = {
 autosummary_generate = True
 # Every class page documents its public methods, inherited ones included (fit, predict,
 # partial_fit, learn_one, prequential_predict, and scikit-learn's get_params, set_params,
-# score, the metadata-routing requests): see docs/_templates/autosummary/class.rst.
-autodoc_default_options = {}
+# score, the metadata-routing requests): docs/_templates/autosummary/class.rst asks
+# autodoc for them.
 numpydoc_show_class_members = False  # autosummary lists the members
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
@@ -88,13 +88,16 @@ def _escape_shape_names(app, what, name, obj, options, lines):
 
 # The docstrings of methods inherited from scikit-learn (score, get_metadata_routing,
 # set_fit_request ...) refer to labels and glossary terms of scikit-learn's own
-# documentation, which this one does not have. Point them to scikit-learn's pages instead.
+# documentation, which this one does not have. Point them to scikit-learn's pages instead
+# (a label with no known page becomes its plain text).
 _SKLEARN_DOCS = "https://scikit-learn.org/stable/"
 _SKLEARN_LABELS = {
     "metadata_routing": "metadata_routing.html",
     "r2_score": "modules/model_evaluation.html#r2-score",
 }
-_ROLE = re.compile(r":(?P<role>ref|term):`(?:(?P<text>[^`<]*?)\s*<(?P<target>[^`>]+)>|(?P<bare>[^`]+))`")
+_ROLE = re.compile(
+    r":(?P<role>ref|term):`(?:(?P<text>[^`<]*?)\s*<(?P<target>[^`>]+)>|(?P<bare>[^`]+))`"
+)
 
 
 def _sklearn_role(m):
