@@ -44,7 +44,10 @@ html_theme_options = {
 
 # -- API reference -----------------------------------------------------------------
 autosummary_generate = True
-autodoc_default_options = {"inherited-members": False}
+# Every class page documents its public methods, inherited ones included (fit, predict,
+# partial_fit, learn_one, prequential_predict, and scikit-learn's get_params, set_params,
+# score, the metadata-routing requests): docs/_templates/autosummary/class.rst asks
+# autodoc for them.
 numpydoc_show_class_members = False  # autosummary lists the members
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
@@ -83,7 +86,41 @@ def _escape_shape_names(app, what, name, obj, options, lines):
             lines[i] = m.group(1) + _TRAILING_UNDERSCORE.sub(r"\\_", m.group(2))
 
 
+# The docstrings of methods inherited from scikit-learn (score, get_metadata_routing,
+# set_fit_request ...) refer to labels and glossary terms of scikit-learn's own
+# documentation, which this one does not have. Point them to scikit-learn's pages instead
+# (a label with no known page becomes its plain text).
+_SKLEARN_DOCS = "https://scikit-learn.org/stable/"
+_SKLEARN_LABELS = {
+    "metadata_routing": "metadata_routing.html",
+    "r2_score": "modules/model_evaluation.html#r2-score",
+}
+_ROLE = re.compile(
+    r":(?P<role>ref|term):`(?:(?P<text>[^`<]*?)\s*<(?P<target>[^`>]+)>|(?P<bare>[^`]+))`"
+)
+
+
+def _sklearn_role(m):
+    target = m.group("target") or m.group("bare")
+    text = (m.group("text") or m.group("bare")).strip()
+    if m.group("role") == "term":
+        url = _SKLEARN_DOCS + "glossary.html#term-" + re.sub(r"\s+", "-", target.strip().lower())
+    elif target in _SKLEARN_LABELS:
+        url = _SKLEARN_DOCS + _SKLEARN_LABELS[target]
+    else:
+        return text
+    return f"`{text} <{url}>`__"
+
+
+def _link_sklearn_references(app, what, name, obj, options, lines):
+    module = getattr(obj, "__module__", None) or ""
+    if module == "sklearn" or module.startswith("sklearn."):
+        for i, line in enumerate(lines):
+            lines[i] = _ROLE.sub(_sklearn_role, line)
+
+
 def setup(app):
     app.connect("autodoc-process-docstring", _escape_shape_names, priority=100)
+    app.connect("autodoc-process-docstring", _link_sklearn_references, priority=100)
 sys.path.insert(0, os.path.abspath("."))
 warnings.filterwarnings("ignore", message="Matplotlib is currently using agg")
