@@ -534,7 +534,15 @@ def _plan_columns(header, columns, exog, time_column, path):
         if name not in header:
             raise CLIError(f"{what}column {name!r} not found in {path} (columns: "
                            f"{_listing(header)})")
+        _refuse_duplicate(name)
         return header.index(name)
+
+    def _refuse_duplicate(name):
+        where = [j + 1 for j, h in enumerate(header) if h == name]
+        if len(where) > 1:
+            raise CLIError(f"{path} has {len(where)} columns named {name!r} (columns "
+                           f"{', '.join(map(str, where))}): the name does not say which; "
+                           "rename them")
 
     exog = _resolve_names(exog, header, "--exog") or []
     all_columns = isinstance(columns, str) and columns.strip() == "all" \
@@ -548,6 +556,8 @@ def _plan_columns(header, columns, exog, time_column, path):
     if mode != "named":
         target_j = []
         optional = {j for j in range(len(header)) if j not in exog_j and j != time_j}
+        for j in optional:  # each series is written and reported under its name
+            _refuse_duplicate(header[j])
     else:
         target_j = [index(name, "") for name in columns]
         optional = set()
@@ -903,6 +913,53 @@ class _HeaderUnpickler(pickle.Unpickler):
 
     def find_class(self, module, name):
         raise pickle.UnpicklingError(f"the header refers to {module}.{name}")
+
+
+def _output_paths(args, data, names):
+    """``{series: (predictions CSV, figure PNG)}``, one distinct pair per series.
+
+    A name is made safe for a file name by replacing what is not a letter, a digit,
+    ``-`` or ``.`` with ``_``; series whose safe names coincide (``a b``, ``a_b`` and
+    ``a/b``) get their column's position appended, so no file is written twice.
+    """
+    stems = {}
+    for name in names:
+        full = name if args.csv is None else f"{data.source}:{name}"
+        safe = "".join(c if c.isalnum() or c in "-." else "_" for c in full)
+        stems[name] = f"forecast_{safe}_{args.model}"
+    counts = {}
+    for stem in stems.values():
+        counts[stem.lower()] = counts.get(stem.lower(), 0) + 1  # case-insensitive file systems
+    paths = {}
+    for k, (name, stem) in enumerate(stems.items(), start=1):
+        if counts[stem.lower()] > 1:
+            stem = f"{stem}_series{k}"
+        paths[name] = tuple(os.path.join(args.output_dir, stem + ext) for ext in (".csv", ".png"))
+    return paths
+
+
+def _same_file(a, b):
+    a, b = os.path.realpath(a), os.path.realpath(b)
+    if os.path.exists(a) and os.path.exists(b):
+        return os.path.samefile(a, b)
+    return os.path.normcase(a) == os.path.normcase(b)
+
+
+def _check_model_path_is_free(args, outputs):
+    """``--save-model`` never replaces the input data or another output of the run."""
+    taken = []
+    if args.csv is not None:
+        taken.append(("--csv", args.csv))
+    if getattr(args, "load_model", None) is not None:
+        taken.append(("--load-model", args.load_model))
+    for name, (csv_path, png_path) in outputs.items():
+        taken.append((f"the predictions of {name!r}", csv_path))
+        if not args.no_plot:
+            taken.append((f"the figure of {name!r}", png_path))
+    for what, path in taken:
+        if what != "--load-model" and _same_file(args.save_model, path):
+            raise CLIError(f"--save-model {args.save_model} is {what}; saving the model "
+                           "there would replace it: give another file name")
 
 
 def _check_save_path(path):
@@ -1443,8 +1500,10 @@ def _forecast(args, out, given=frozenset()):
     _check_memory(args, args.n_components, n_values)
     if not args.no_save:
         _check_output_dir(args.output_dir)
+    outputs = {} if args.no_save else _output_paths(args, data, names)
     if args.save_model is not None:
         _check_save_path(args.save_model)
+        _check_model_path_is_free(args, outputs)
     if args.season is not None:
         season, season_how = args.season, "given" if "season" in given else "saved"
     else:
@@ -1591,15 +1650,12 @@ def _forecast(args, out, given=frozenset()):
             plot_times = times if _increasing(times) else None
             for name, result in results.items():
                 full = name if args.csv is None else f"{data.source}:{name}"
-                safe = "".join(c if c.isalnum() or c in "-." else "_" for c in full)
-                stem = f"forecast_{safe}_{args.model}"
-                csv_path = os.path.join(args.output_dir, stem + ".csv")
+                csv_path, png_path = outputs[name]
                 _write_predictions(csv_path, result, times, time_offset)
                 say(f"predictions: {csv_path}")
                 per_series[name] = {"predictions": csv_path}
                 if args.no_plot:
                     continue
-                png_path = os.path.join(args.output_dir, stem + ".png")
                 k = result.index - time_offset
                 with _replacing(png_path) as tmp:
                     drawn = ex.plot_forecast(

@@ -403,3 +403,58 @@ def test_warm_up_longer_than_the_series(tmp_path, capsys, must_not_compute, mode
                           "--model", model, "--window-size", 10**12, "--quiet"], capsys)
     assert status == 2
     one_line_error(err, "200 values", "--window-size 1000000000000", "at least")
+
+
+# ------------------------------------------------------------------ data never mixed up
+def _write_columns(path, header, n=120):
+    rng = np.random.default_rng(3)
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.writer(fh)
+        w.writerow(header)
+        for i in range(n):
+            w.writerow([repr(float(100 + 10 * np.sin(i / 4) + rng.normal() + k))
+                        for k in range(len(header))])
+
+
+@pytest.mark.parametrize("column", ["value", "all"])
+def test_duplicate_column_names_are_an_error(tmp_path, capsys, must_not_compute, column):
+    # two columns named "value": --column value forecast the first, --column all the
+    # second under the same name
+    path = tmp_path / "dup.csv"
+    _write_columns(path, ["value", "other", "value"])
+    status, _, err = run(["forecast", "--csv", path, "--column", column,
+                          "--output-dir", tmp_path, *SMALL], capsys)
+    assert status == 2
+    one_line_error(err, "2 columns named 'value'", "columns 1, 3")
+
+
+def test_colliding_output_names_get_one_file_each(tmp_path, capsys):
+    # "a b", "a_b" and "a/b" all made forecast_c_a_b_abo.csv: one file survived
+    path = tmp_path / "c.csv"
+    _write_columns(path, ["a b", "a_b", "a/b"])
+    status, out, err = run(["forecast", "--csv", path, "--column", "all", "--no-plot",
+                          "--output-dir", tmp_path, "--n-lags", 4, "--window-size", 20,
+                          "--n-components", 32], capsys)
+    assert status == 0, err
+    written = sorted(p.name for p in tmp_path.glob("forecast_*.csv"))
+    assert len(written) == 3, written
+    # stdout names each file once
+    listed = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("predictions: ")]
+    assert len(listed) == len(set(listed)) == 3
+
+
+@pytest.mark.parametrize("target", ["csv", "predictions", "figure"])
+def test_save_model_never_replaces_an_input_or_an_output(tmp_path, capsys, must_not_compute,
+                                                          target):
+    path = tmp_path / "x.csv"
+    write_csv(path, wave())
+    before = path.read_bytes()
+    outputs = {"csv": path,  # the series x of x.csv: forecast_x_x_abo.*
+               "predictions": tmp_path / "forecast_x_x_abo.csv",
+               "figure": tmp_path / "forecast_x_x_abo.png"}
+    status, _, err = run(["forecast", "--csv", path, "--column", "x", "--output-dir",
+                          tmp_path, "--save-model", outputs[target], *SMALL], capsys)
+    assert status == 2
+    one_line_error(err, "--save-model", "would replace it")
+    assert path.read_bytes() == before
+    assert not outputs["predictions"].exists() or target == "csv"
