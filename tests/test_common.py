@@ -3,7 +3,9 @@
 import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_orfit import ORFitMLPRegressor, QREWRLSRegressor, RandomFourierFeatures
+from sklearn_orfit import (
+    AggregatingRegressor, ORFitMLPRegressor, QREWRLSRegressor, RandomFourierFeatures,
+)
 from sklearn_orfit._stream import expected_failed_checks
 
 
@@ -16,6 +18,8 @@ from sklearn_orfit._stream import expected_failed_checks
         QREWRLSRegressor(solver="svd"),
         ORFitMLPRegressor(hidden_layer_sizes=(8,), random_state=0),
         ORFitMLPRegressor(hidden_layer_sizes=(8, 4), memory_size=5, random_state=0),
+        AggregatingRegressor([("short", QREWRLSRegressor(5)),
+                              ("ridge", QREWRLSRegressor(20, alpha=1e-2))]),
     ],
     # each with its mathematical reason (e.g. integer weights are not repeated rows in
     # a sliding window)
