@@ -242,8 +242,12 @@ def _append_rows(buf, start, stop, rows, limit):
 
 
 def _loss_scale(Y):
-    """The power of two nearest above ``max |y|`` of the first call (1 if all zero)."""
-    amax = float(np.max(np.abs(Y))) if Y.size else 0.0
+    """The power of two just above ``max |y|`` of the stream's first row (1 if zero).
+
+    The first row only: a unit taken from later rows would make the first rows' weights
+    depend on them (through rounding, and for EWA through the rate's unit).
+    """
+    amax = float(np.max(np.abs(Y[0]))) if Y.size else 0.0
     if not np.isfinite(amax) or amax == 0.0:
         return 1.0
     return float(np.ldexp(1.0, int(np.frexp(amax)[1])))
@@ -343,8 +347,8 @@ class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
         ``k`` had than the aggregate, in units of ``loss_scale_``.
     loss_scale_ : float
         The unit of the losses: the power of two just above the largest ``|y|`` of the
-        stream's first call (1 if they are all zero). Multiplying the targets by a power
-        of two leaves the weights unchanged.
+        stream's first row (1 if zero). Multiplying the targets by a power of two leaves
+        the weights unchanged.
     n_features_in_ : int
         Number of input features.
     feature_names_in_ : ndarray of shape (n_features_in_,)
