@@ -237,7 +237,7 @@ def print_table(results):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small grid and series")
-    parser.add_argument("--series", nargs="+", default=["demand", "eurusd", "switch"])
+    parser.add_argument("--series", nargs="*", default=["demand", "eurusd", "switch"])
     parser.add_argument("--cost-rows", type=int, default=None)
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--n-jobs", type=int, default=1,
