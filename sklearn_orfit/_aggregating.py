@@ -386,7 +386,9 @@ class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
 
     **Cost.** A row costs the sum of the experts' costs (each expert's own vectorised
     ``prequential_predict`` over the call) plus ``O(K · n_targets)`` for the weights: a
-    few small vector operations in a loop over the rows (about 15 µs a row for K = 40).
+    few operations on vectors of length ``K`` in a loop over the rows (``python
+    benchmarks/bench_aggregation.py`` reports it, "weight recursion alone", against the
+    experts' sum).
     Experts sharing a feature map save its computation (``O(n·d·D)`` per call) for all
     but one of them. With ``n_jobs > 1`` the experts run in parallel; each then learns on
     a copy of its state (``O(state)`` per call and expert), committed when all succeeded,
