@@ -741,8 +741,8 @@ class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
                 raise ValueError(
                     f"The experts predict {P.shape[2]} target(s) but y has {Y.shape[1]}.")
             if not np.isfinite(P).all():
-                bad = [name for (name, _), ok in zip(self.estimators, np.isfinite(P).all(axis=(0, 2)))
-                       if not ok]
+                finite = np.isfinite(P).all(axis=(0, 2))
+                bad = [name for (name, _), ok in zip(self.estimators, finite) if not ok]
                 raise ValueError(f"Experts {bad} predicted NaN or infinity.")
             Y_pred, W = aggregate_predictions(
                 P, Y, state=rule, method=self.method, loss=self.loss, gradient=self.gradient,
