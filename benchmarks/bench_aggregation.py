@@ -42,8 +42,23 @@ The machine may be shared: the times are the best of ``--repeats`` passes.
 
 Usage::
 
-    python benchmarks/bench_aggregation.py            # full run (~10 min on 2 cores)
-    python benchmarks/bench_aggregation.py --quick    # small grid and series (~30 s)
+    python benchmarks/bench_aggregation.py            # full run
+    python benchmarks/bench_aggregation.py --quick    # small grid and series (~1 min)
+
+The recorded file was made with the series in parallel processes, then merged::
+
+    for s in demand eurusd switch; do
+        python benchmarks/bench_aggregation.py --series $s --no-cost --json /tmp/$s.json &
+    done
+    python benchmarks/bench_aggregation.py --series --cost-rows 300 --repeats 2 \
+        --json /tmp/cost.json
+    wait
+    python benchmarks/bench_aggregation.py --merge /tmp/demand.json /tmp/eurusd.json \
+        /tmp/switch.json /tmp/cost.json
+
+On a shared 2-core machine (load average 8 to 16) each series took 33 to 36 minutes of
+wall-clock time; most of it waiting for a CPU (the cost run's processes had about a
+tenth of the wall-clock time as CPU time).
 
 The results go to ``benchmarks/out/bench_aggregation.json`` (``..._quick.json`` with
 ``--quick``).
