@@ -7,6 +7,7 @@
   streaming chains and prequential model selection with stock scikit-learn tools.
 """
 
+from ._aggregating import AggregatingRegressor, make_expert_grid
 from ._ensemble import FeaturePartitionEnsemble
 from ._ewrls import EWRLSRegressor
 from ._forecaster import StreamForecaster
@@ -25,6 +26,7 @@ from .preprocessing import LagTransformer, RecursiveStandardScaler
 __version__ = "0.1.0"
 
 __all__ = [
+    "AggregatingRegressor",
     "EWRLSRegressor",
     "FeaturePartitionEnsemble",
     "LagTransformer",
@@ -39,6 +41,7 @@ __all__ = [
     "StreamForecaster",
     "StreamingPipeline",
     "StreamingTransformedTargetRegressor",
+    "make_expert_grid",
     "make_prequential_scorer",
     "make_streaming_pipeline",
     "prequential_predict",

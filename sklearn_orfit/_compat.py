@@ -35,6 +35,8 @@ used if it is not found there.
   its ``allow_all_zero_weights`` keyword is new in 1.9 (1.6 to 1.8 have none and
   accept all-zero weights), so before 1.9 :func:`_check_sample_weight` refuses
   all-zero weights itself unless they are allowed. Missing: no fallback.
+* ``_BaseComposition``: ``sklearn.utils.metaestimators`` in 1.6.1 and 1.9.1 (the
+  ``get_params``/``set_params`` of a list of named estimators). Missing: no fallback.
 * ``_threadpool_controller_decorator``: ``sklearn.utils.parallel`` in 1.6.1 and 1.9.1.
   Missing: :func:`_threadpool_controller_decorator_fallback` (threadpoolctl's
   ``ThreadpoolController.limit``, which it calls).
@@ -52,6 +54,7 @@ import sklearn
 
 __all__ = [
     "HasMethods",
+    "_BaseComposition",
     "Hidden",
     "Interval",
     "StrOptions",
@@ -174,6 +177,11 @@ def _name_estimators_fallback(estimators):
             counts[name] -= 1
     return list(zip(names, estimators))
 
+
+try:
+    from sklearn.utils.metaestimators import _BaseComposition
+except ImportError:  # pragma: no cover
+    raise _missing("_BaseComposition", "sklearn.utils.metaestimators") from None
 
 try:
     from sklearn.pipeline import _name_estimators

@@ -4,7 +4,13 @@ import numpy as np
 import pytest
 from sklearn.utils.estimator_checks import check_estimator, parametrize_with_checks
 
-from sklearn_orfit import LagTransformer, ORFitMLPRegressor, QREWRLSRegressor, RandomFourierFeatures
+from sklearn_orfit import (
+    AggregatingRegressor,
+    LagTransformer,
+    ORFitMLPRegressor,
+    QREWRLSRegressor,
+    RandomFourierFeatures,
+)
 from sklearn_orfit.utils.estimator_checks import expected_failed_checks
 
 LAGS = [LagTransformer(), LagTransformer(n_lags=3, horizon=2, fill_value=-1.0)]
@@ -20,6 +26,8 @@ LAGS = [LagTransformer(), LagTransformer(n_lags=3, horizon=2, fill_value=-1.0)]
         ORFitMLPRegressor(hidden_layer_sizes=(8,), random_state=0),
         ORFitMLPRegressor(hidden_layer_sizes=(8, 4), memory_size=5, random_state=0),
         *LAGS,
+        AggregatingRegressor([("short", QREWRLSRegressor(5)),
+                              ("ridge", QREWRLSRegressor(20, alpha=1e-2))]),
     ],
     # each with its mathematical reason (e.g. integer weights are not repeated rows in
     # a sliding window)

@@ -54,7 +54,17 @@ PKG_DIR = os.path.dirname(so.__file__)
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn_orfit.exceptions.SpannedBatchWarning")
 
 
-ESTIMATORS = streaming_estimators()
+ESTIMATORS = {
+    **streaming_estimators(),
+    # two experts sharing one feature map, and one SW-KRLS
+    "aggregate": so.AggregatingRegressor([
+        ("abo-5", so.make_streaming_pipeline(
+            so.RandomFourierFeatures(16, random_state=0), so.QREWRLSRegressor(5))),
+        ("abo-20", so.make_streaming_pipeline(
+            so.RandomFourierFeatures(16, random_state=0), so.QREWRLSRegressor(20))),
+        ("krls", so.SlidingWindowKRLSRegressor(8)),
+    ]),
+}
 NAMES = list(ESTIMATORS)
 REGRESSORS = [k for k in NAMES if is_regressor(ESTIMATORS[k])]
 ONE_ROW = [k for k in NAMES if hasattr(ESTIMATORS[k], "learn_one")]
@@ -377,6 +387,8 @@ SET_PARAMS = [
     ("target", {"with_mean": False}),
     ("target", {"with_std": False}),
     ("target", {"regressor__window_size": 5}),
+    ("aggregate", {"method": "mlpol"}),
+    ("aggregate", {"krls__window_size": 4}),
 ]
 
 
