@@ -82,7 +82,7 @@ import sklearn_orfit
 from sklearn_orfit import (
     AggregatingRegressor, RecursiveStandardScaler, make_expert_grid, prequential_predict,
 )
-from sklearn_orfit._aggregating import _new_rule_state, aggregate_predictions
+from sklearn_orfit.compose._aggregating import _new_rule_state, aggregate_predictions
 from sklearn_orfit.datasets import load_electricity_demand, load_exchange_rates, make_lagged
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")

@@ -36,7 +36,7 @@ import time
 import numpy as np
 
 from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
-from sklearn_orfit._experiments import (
+from sklearn_orfit.cli._experiments import (
     blas_threads, header_line, machine_header, make_forecast_problem, pyplot, save_figure,
     write_results,
 )

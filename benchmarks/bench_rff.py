@@ -15,7 +15,7 @@ ratios ``RandomFourierFeatures / RBFSampler``.
 ``--old PATH`` also times another version of the class, e.g. the previous commit's::
 
     git worktree add /tmp/old_rff HEAD~1
-    python benchmarks/bench_rff.py --old /tmp/old_rff/sklearn_orfit/_rff.py
+    python benchmarks/bench_rff.py --old /tmp/old_rff/sklearn_orfit/abo/_rff.py
 
 adding the ratios new/old and checking that both versions give the same bytes.
 ``--quick`` runs fewer rounds.
@@ -32,7 +32,7 @@ from sklearn.kernel_approximation import RBFSampler
 
 import sklearn_orfit
 from sklearn_orfit import RandomFourierFeatures
-from sklearn_orfit._experiments import (
+from sklearn_orfit.cli._experiments import (
     blas_threads, header_line, machine_header, time_calls, write_results,
 )
 
@@ -78,7 +78,7 @@ def _alternate(fns, rounds, budget=2e-3):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--old", help="path of another version's sklearn_orfit/_rff.py")
+    parser.add_argument("--old", help="path of another version's sklearn_orfit/abo/_rff.py")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--quick", action="store_true", help="5 rounds")
     parser.add_argument("--out", default=OUT if __name__ == "__main__" else None,

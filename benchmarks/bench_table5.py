@@ -30,7 +30,7 @@ import os
 import numpy as np
 
 from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
-from sklearn_orfit._experiments import (
+from sklearn_orfit.cli._experiments import (
     TABLE5_CPP_MS, TABLE5_SETTING, _timed_chunked, _timed_one_row, best_of, blas_threads,
     header_line, machine_header, write_results,
 )

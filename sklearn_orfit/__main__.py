@@ -1,11 +1,11 @@
 """``python -m sklearn_orfit`` and the ``sklearn-orfit`` console script.
 
-See :mod:`sklearn_orfit._cli` (``sklearn-orfit --help``) for the subcommands.
+See :mod:`sklearn_orfit.cli._main` (``sklearn-orfit --help``) for the subcommands.
 """
 
 import sys
 
-from ._cli import main
+from .cli._main import main
 
 __all__ = ["main"]
 

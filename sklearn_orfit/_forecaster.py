@@ -19,9 +19,9 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, _fit_context
-from ._pipeline import StreamingPipeline, make_streaming_pipeline
-from ._qr_ewrls import QREWRLSRegressor
-from ._rff import RandomFourierFeatures
+from .compose._pipeline import StreamingPipeline, make_streaming_pipeline
+from .abo._qr_ewrls import QREWRLSRegressor
+from .abo._rff import RandomFourierFeatures
 from .preprocessing import RecursiveStandardScaler
 
 __all__ = ["StreamForecaster"]

@@ -1,7 +1,7 @@
 """Tuned forecasts: choose the transform, window, σ and model on the start of a series.
 
 :func:`tune_forecast` searches, on the first part of a series only, the settings the
-``sklearn-orfit forecast`` command (and :mod:`sklearn_orfit._experiments`) takes: the
+``sklearn-orfit forecast`` command (and :mod:`sklearn_orfit.cli._experiments`) takes: the
 transform (none, first differences, log returns), the window length ``N``, the random
 features' frequency scale σ and the model, with scikit-learn's
 :class:`~sklearn.model_selection.GridSearchCV` driven by the prequential folds of
@@ -21,9 +21,9 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.model_selection import GridSearchCV
 from sklearn.utils import Bunch
 
-from . import _experiments as ex
+from .cli import _experiments as ex
 from ._forecaster import StreamForecaster
-from ._prequential import prequential_predict
+from ._streaming._prequential import prequential_predict
 from .model_selection import PrequentialSplit, make_prequential_scorer
 
 __all__ = ["StreamForecaster", "tune_forecast"]

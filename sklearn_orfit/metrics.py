@@ -22,7 +22,7 @@ import numbers
 
 import numpy as np
 
-from ._validation import check_numeric
+from ._streaming._validation import check_numeric
 
 __all__ = [
     "forecast_scores",

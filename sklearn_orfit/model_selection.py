@@ -20,9 +20,9 @@ from sklearn.model_selection import BaseCrossValidator
 from sklearn.utils.metadata_routing import MetadataRequest, get_routing_for_object
 
 from ._compat import _MetadataRequester, _num_samples, _routing_enabled
-from ._prequential import prequential_predict
-from ._validation import accepts_keyword
-from ._stream import check_stream_sample_weight
+from ._streaming._prequential import prequential_predict
+from ._streaming._validation import accepts_keyword
+from ._streaming._base import check_stream_sample_weight
 from .metrics import res_mse, res_var
 
 __all__ = ["PrequentialSplit", "make_prequential_scorer", "validation_test_splits"]

@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._compat import Interval, _fit_context
-from ._stream import StreamLockMixin, check_stream_params, record_stream_params, stream_update
+from ._streaming._base import StreamLockMixin, check_stream_params, record_stream_params, stream_update
 
 __all__ = ["LagTransformer", "RecursiveStandardScaler"]
 
@@ -36,7 +36,7 @@ _HEADROOM = 400
 
 
 def _all_or_nothing(method):
-    """A learning call under the update template (:func:`~sklearn_orfit._stream.
+    """A learning call under the update template (:func:`~sklearn_orfit._streaming._base.
     stream_update`): thread-safe, and a call that raises (anything, ``KeyboardInterrupt``
     included) leaves the transformer exactly as it was — and is undone with the
     enclosing call (a pipeline's) if that fails later. The state arrays are never

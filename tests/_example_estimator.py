@@ -12,7 +12,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from sklearn_orfit._compat import Interval
-from sklearn_orfit._stream import StreamingRegressorMixin
+from sklearn_orfit._streaming._base import StreamingRegressorMixin
 
 
 class ExponentialMeanRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):

@@ -27,7 +27,7 @@ from sklearn_orfit import (
     SlidingWindowKRLSRegressor,
     prequential_predict,
 )
-from sklearn_orfit._stream import expected_failed_checks
+from sklearn_orfit._streaming._base import expected_failed_checks
 from _hostile import gaussian_stream
 from _state import assert_same_state, canonical_pickle
 
@@ -91,7 +91,7 @@ def _stream(n, d, *, n_targets=None, seed=0):
 
 # ------------------------------------------------------------------ scikit-learn API
 # scikit-learn's sample-weight equivalence check: an expected failure of windowed or
-# forgetting models, with the reason (sklearn_orfit._stream.expected_failed_checks)
+# forgetting models, with the reason (sklearn_orfit._streaming._base.expected_failed_checks)
 @parametrize_with_checks(
     [SlidingWindowKRLSRegressor(), QRDRLSRegressor(), EWRLSRegressor()],
     expected_failed_checks=expected_failed_checks,

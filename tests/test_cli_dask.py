@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from sklearn_orfit import _cli
+from sklearn_orfit.cli import _main as _cli
 
 distributed = pytest.importorskip("distributed")
 

@@ -1,7 +1,7 @@
 """``sklearn-orfit forecast``: several series, time stamps, horizons, exogenous inputs,
 saved and continued streams, JSON output.
 
-The command runs in-process (:func:`sklearn_orfit._cli.main`) on small synthetic CSV files
+The command runs in-process (:func:`sklearn_orfit.cli._main.main`) on small synthetic CSV files
 with small models, so each test takes well under a second or two.
 """
 
@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from sklearn_orfit import __version__, prequential_predict
-from sklearn_orfit import _cli
-from sklearn_orfit import _experiments as ex
+from sklearn_orfit.cli import _main as _cli
+from sklearn_orfit.cli import _experiments as ex
 from sklearn_orfit.datasets import make_lagged
 
 SMALL = ["--n-components", 64, "--window-size", 20, "--n-lags", 4, "--quiet", "--no-plot",

@@ -1,6 +1,6 @@
 """The command line on hostile input: huge files, odd encodings, interruptions, odd cells.
 
-Most tests call :func:`sklearn_orfit._cli.main` in-process (fast; lets a test replace a
+Most tests call :func:`sklearn_orfit.cli._main.main` in-process (fast; lets a test replace a
 step by one that fails); those about the process itself (memory, stdout encoding) run it
 in a subprocess.
 """
@@ -15,8 +15,8 @@ import tempfile
 import numpy as np
 import pytest
 
-from sklearn_orfit import _cli
-from sklearn_orfit import _experiments as ex
+from sklearn_orfit.cli import _main as _cli
+from sklearn_orfit.cli import _experiments as ex
 
 
 def write_csv(path, values, notes=None):
@@ -84,7 +84,7 @@ def test_csv_is_streamed_with_n_rows(tmp_path):
     size = os.path.getsize(path)
     script = (
         "import sys, tracemalloc\n"
-        "from sklearn_orfit._cli import main\n"
+        "from sklearn_orfit.cli._main import main\n"
         "tracemalloc.start()\n"
         "status = main(sys.argv[1:])\n"
         "print('PEAK', tracemalloc.get_traced_memory()[1], 'STATUS', status)\n"

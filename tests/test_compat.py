@@ -73,7 +73,7 @@ def test_the_checker_finds_each_form():
         "import sklearn\n"
         "x = sklearn.utils.validation._num_samples\n"
         "from sklearn.base import clone\n"
-        "from sklearn_orfit._stream import stream_update\n"
+        "from sklearn_orfit._streaming._base import stream_update\n"
         "from ._compat import _fit_context\n"
     )
     assert private_sklearn_uses(source) == [

@@ -558,7 +558,7 @@ def test_a_delay_beyond_the_call_is_the_call_length(name):
 @pytest.mark.parametrize("name", NAMES)
 def test_a_pickle_of_another_state_format_is_refused(name):
     # a state is read only by the layout that wrote it: no migration, a clear refusal
-    from sklearn_orfit._stream import STATE_FORMAT, StreamLockMixin
+    from sklearn_orfit._streaming._base import STATE_FORMAT, StreamLockMixin
 
     est = started(name)
     assert isinstance(est, StreamLockMixin)

@@ -25,7 +25,7 @@ from sklearn_orfit import (
     SlidingWindowKRLSRegressor,
     prequential_predict,
 )
-from sklearn_orfit._stream import expected_failed_checks
+from sklearn_orfit._streaming._base import expected_failed_checks
 from sklearn_orfit.datasets import make_abo_series, make_lagged
 from _hostile import TRAPS, InPlaceSum, Trap
 from _state import assert_same_state, flat_state
@@ -394,7 +394,7 @@ def test_multi_output(stream):
 
 # ---------------------------------------------------------------------- ecosystem
 # scikit-learn's sample-weight equivalence check: an expected failure of windowed or
-# forgetting models, with the reason (sklearn_orfit._stream.expected_failed_checks)
+# forgetting models, with the reason (sklearn_orfit._streaming._base.expected_failed_checks)
 @parametrize_with_checks(
     [
         FeaturePartitionEnsemble(RandomFourierFeatures(n_components=40)),
@@ -673,7 +673,7 @@ def test_ensemble_failed_fit_keeps_the_previous_stream():
 
 def test_ensemble_interrupt_before_commit_changes_nothing(monkeypatch):
     """An interrupt after every partition learned but before the commit: nothing stands."""
-    import sklearn_orfit._ensemble as ensemble_module
+    import sklearn_orfit.compose._ensemble as ensemble_module
 
     X, y = _data()
     ens = _small_ensemble().partial_fit(X[:100], y[:100])

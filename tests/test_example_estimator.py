@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from _example_estimator import ExponentialMeanRegressor
-from sklearn_orfit._stream import expected_failed_checks
+from sklearn_orfit._streaming._base import expected_failed_checks
 
 
 @parametrize_with_checks([ExponentialMeanRegressor()], expected_failed_checks=expected_failed_checks)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from sklearn_orfit import RecursiveStandardScaler
-from sklearn_orfit import _experiments as ex
+from sklearn_orfit.cli import _experiments as ex
 
 ROOT = Path(__file__).resolve().parents[1]
 

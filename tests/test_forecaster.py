@@ -387,3 +387,19 @@ def test_a_rejected_fit_keeps_the_previous_stream():
     assert pickle.dumps(fc) == before
     np.testing.assert_array_equal(fc.update(y[100:]).predict(), StreamForecaster(
         n_lags=4, horizon=2).fit(y).predict())
+
+
+@pytest.mark.parametrize("strategy", ["recursive", "direct"])
+def test_an_aggregate_of_experts_is_a_model(strategy):
+    from sklearn_orfit import AggregatingRegressor, make_expert_grid
+
+    t = np.arange(300)
+    y = np.sin(t / 6) + 0.05 * np.random.default_rng(0).normal(size=300)
+    agg = AggregatingRegressor(make_expert_grid(
+        abo_windows=(30, 60), sigmas=(0.5,), n_components=(64,), krls_windows=(30,)))
+    full = StreamForecaster(agg, n_lags=6, horizon=3, strategy=strategy).fit(y)
+    part = StreamForecaster(agg, n_lags=6, horizon=3, strategy=strategy).fit(y[:200])
+    np.testing.assert_array_equal(part.update(y[200:]).predict(), full.predict())
+    assert np.isfinite(full.predict()).all() and np.isfinite(full.predict_interval()).all()
+    w = full.regressor_.weights_
+    assert w.shape[-1] == 3 and np.allclose(np.sum(w, axis=-1), 1.0)

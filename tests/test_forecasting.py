@@ -10,7 +10,7 @@ import pickle
 import numpy as np
 import pytest
 
-from sklearn_orfit import _experiments as ex
+from sklearn_orfit.cli import _experiments as ex
 from sklearn_orfit.forecasting import tune_forecast
 from sklearn_orfit.model_selection import PrequentialSplit, make_prequential_scorer
 

@@ -16,7 +16,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_orfit import ORFitRegressor, RandomFourierFeatures, prequential_predict
-from sklearn_orfit._orfit import SpannedBatchWarning
+from sklearn_orfit.orfit._orfit import SpannedBatchWarning
 from _hostile import gaussian_stream
 from _state import canonical_pickle
 
@@ -52,7 +52,7 @@ def _projector(rows):
         ORFitRegressor(memory_size=0),
     ]
 )
-@pytest.mark.filterwarnings("ignore::sklearn_orfit._orfit.SpannedBatchWarning")
+@pytest.mark.filterwarnings("ignore::sklearn_orfit.orfit._orfit.SpannedBatchWarning")
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
@@ -559,7 +559,7 @@ def test_pickle_mid_stream_pca_memory(memory_size):
 def test_failure_half_way_leaves_state_and_buffers_usable(monkeypatch, policy):
     """An error in the middle of a call restores the state; spare rows left by the failed
     steps do not leak into later ones."""
-    import sklearn_orfit._orfit as orfit_module
+    import sklearn_orfit.orfit._orfit as orfit_module
 
     X, y, _ = _stream(n_samples=60, n_features=80)
     reg = ORFitRegressor(memory_policy=policy)

@@ -13,7 +13,7 @@ from sklearn.base import clone
 from sklearn.neural_network import MLPRegressor
 
 from sklearn_orfit import ORFitMLPRegressor, ORFitRegressor, prequential_predict
-from sklearn_orfit._orfit import SpannedBatchWarning
+from sklearn_orfit.orfit._orfit import SpannedBatchWarning
 
 
 def _data(n=12, d=3, c=None, seed=0):
@@ -239,7 +239,7 @@ def test_a_spanned_batch_warns_and_an_escalated_warning_changes_nothing():
 
 
 def test_interrupted_step_changes_nothing(monkeypatch):
-    import sklearn_orfit._orfit_mlp as module
+    import sklearn_orfit.orfit._orfit_mlp as module
 
     X, y = _data(n=12)
     est = ORFitMLPRegressor((8,), random_state=0).partial_fit(X[:6], y[:6])

@@ -266,7 +266,7 @@ def test_single_row_path_rejects_bad_rows():
 def test_single_row_norm_from_the_finiteness_check(scale):
     # learn_one takes the row's norm from check_one_row: BLAS ddot where ‖x‖² is in range,
     # nrm2 (which scales) elsewhere; both must give the norm, and β the oracle's answer
-    from sklearn_orfit._validation import check_one_row
+    from sklearn_orfit._streaming._validation import check_one_row
 
     rng = np.random.default_rng(5)
     x = rng.normal(size=7) * scale

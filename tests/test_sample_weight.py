@@ -29,7 +29,7 @@ from sklearn_orfit import (
     make_streaming_pipeline,
     prequential_predict,
 )
-from sklearn_orfit._stream import expected_failed_checks
+from sklearn_orfit._streaming._base import expected_failed_checks
 from sklearn_orfit.datasets import make_abo_series, make_lagged
 from sklearn_orfit.metrics import res_mse, res_var
 from sklearn_orfit.model_selection import PrequentialSplit, make_prequential_scorer

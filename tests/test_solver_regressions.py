@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from _oracle import prequential_oracle, window_lstsq
 
-import sklearn_orfit._kernels as kernels
+import sklearn_orfit.abo._kernels as kernels
 from sklearn_orfit import QREWRLSRegressor, prequential_predict
 
 EPS = np.finfo(np.float64).eps
@@ -161,7 +161,7 @@ def test_dual_then_primal_pickled_anywhere_continues_the_stream(cut, tmp_path):
 def test_interrupt_after_the_switch_to_the_primal_route_changes_nothing(exc, monkeypatch):
     # a call that crosses the dual → primal switch and fails on the primal side leaves the
     # estimator on the dual route, as before the call; the stream then continues exactly
-    from sklearn_orfit._primal_solver import PrimalSolver
+    from sklearn_orfit.abo._primal_solver import PrimalSolver
 
     rng = np.random.default_rng(3)
     Z, y = rng.normal(size=(120, 40)), rng.normal(size=120)

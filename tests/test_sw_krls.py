@@ -16,7 +16,7 @@ import pytest
 from numpy.testing import assert_allclose, assert_array_equal
 from threadpoolctl import threadpool_limits
 
-import sklearn_orfit._sw_krls as sw_krls
+import sklearn_orfit.baselines._sw_krls as sw_krls
 from sklearn_orfit import SlidingWindowKRLSRegressor, prequential_predict
 from _hostile import gaussian_stream
 from _state import assert_same_state, canonical_pickle

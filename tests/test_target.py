@@ -22,7 +22,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import sklearn_orfit as so
 from _hostile import run_traced
 from _state import assert_same_state
-from sklearn_orfit._stream import expected_failed_checks
+from sklearn_orfit._streaming._base import expected_failed_checks
 from sklearn_orfit import (
     QREWRLSRegressor,
     RecursiveStandardScaler,

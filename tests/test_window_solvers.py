@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 from _oracle import augmented_ridge, prequential_oracle
 
-from sklearn_orfit._batch_solver import BatchSolver
-from sklearn_orfit._dual_solver import DualSolver
-from sklearn_orfit._givens import GivensSolver, GivensWindow
-from sklearn_orfit._primal_solver import PrimalSolver
-from sklearn_orfit._window import WindowBuffer, normalise_rows
-from sklearn_orfit._kernels import lstsq_stack, solve_normal_stack
-from sklearn_orfit._window_solvers import SlidingQR
+from sklearn_orfit.abo._batch_solver import BatchSolver
+from sklearn_orfit.abo._dual_solver import DualSolver
+from sklearn_orfit.abo._givens import GivensSolver, GivensWindow
+from sklearn_orfit.abo._primal_solver import PrimalSolver
+from sklearn_orfit.abo._window import WindowBuffer, normalise_rows
+from sklearn_orfit.abo._kernels import lstsq_stack, solve_normal_stack
+from sklearn_orfit.abo._window_solvers import SlidingQR
 
 EPS = np.finfo(np.float64).eps
 

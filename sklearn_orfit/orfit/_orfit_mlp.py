@@ -28,14 +28,14 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._compat import Interval, StrOptions, _fit_context
+from .._compat import Interval, StrOptions, _fit_context
 from ._orfit import (
     _EPS, _ORFitMemoryMixin, _all_finite, _norm, _orthogonal_step, _warn_spanned,
 )
-from ._stream import (
+from .._streaming._base import (
     PredictMixin, StreamLockMixin, check_delay, check_stream_params, record_stream_params,
 )
-from ._validation import check_fitted_fast, check_one_row
+from .._streaming._validation import check_fitted_fast, check_one_row
 
 __all__ = ["ORFitMLPRegressor"]
 

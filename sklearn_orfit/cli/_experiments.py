@@ -15,7 +15,7 @@ lags and the scaler's state) and :func:`run_forecast` aligns its chunks on the s
 row numbers, so a continued stream gives the forecasts of one uninterrupted run, bit for
 bit.
 
-The functions are plain and importable, so the command line (:mod:`sklearn_orfit._cli`),
+The functions are plain and importable, so the command line (:mod:`sklearn_orfit.cli._main`),
 the documentation's examples, the benchmark scripts (``benchmarks/``: timing, machine
 header, figures, results as JSON, the ABO paper's reference figures) and the tests share
 them. Plots need matplotlib and the progress bar needs tqdm; both are optional.
@@ -30,16 +30,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._ewrls import EWRLSRegressor
-from ._orfit import ORFitRegressor
-from ._pipeline import make_streaming_pipeline
-from ._prequential import prequential_predict
-from ._qr_ewrls import QREWRLSRegressor
-from ._qrd_rls import QRDRLSRegressor
-from ._rff import RandomFourierFeatures
-from ._sw_krls import SlidingWindowKRLSRegressor
-from .datasets import make_abo_series, make_lagged
-from .preprocessing import RecursiveStandardScaler
+from ..baselines._ewrls import EWRLSRegressor
+from ..orfit._orfit import ORFitRegressor
+from ..compose._pipeline import make_streaming_pipeline
+from .._streaming._prequential import prequential_predict
+from ..abo._qr_ewrls import QREWRLSRegressor
+from ..baselines._qrd_rls import QRDRLSRegressor
+from ..abo._rff import RandomFourierFeatures
+from ..baselines._sw_krls import SlidingWindowKRLSRegressor
+from ..datasets import make_abo_series, make_lagged
+from ..preprocessing import RecursiveStandardScaler
 
 __all__ = [
     "MODELS",
@@ -502,7 +502,7 @@ def make_forecast_model(
                                forgetting_factor=forgetting_factor)
     # ensemble (imported here: the class is optional in this layer)
     try:
-        from ._ensemble import FeaturePartitionEnsemble
+        from ..compose._ensemble import FeaturePartitionEnsemble
     except ImportError:
         raise ValueError(
             "model 'ensemble' needs sklearn_orfit.FeaturePartitionEnsemble, which this "
@@ -634,7 +634,7 @@ _SCORE_KEYS = ("rmse", "mae", "mase", "res_mse", "res_var", "skill_last_value",
 def _scores(actual, forecast, *, season, horizon):
     """:func:`~sklearn_orfit.metrics.forecast_scores`, or NaNs where it cannot score."""
     try:
-        from .metrics import forecast_scores
+        from ..metrics import forecast_scores
     except ImportError:  # pragma: no cover - an installation without the metrics
         return {}
     if actual.shape[0] < 2 or not (np.all(np.isfinite(actual))

@@ -22,7 +22,7 @@ from sklearn.utils.metadata_routing import MetadataRouter, MethodMapping, proces
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.validation import check_is_fitted
 
-from ._compat import (
+from .._compat import (
     Hidden,
     _fit_context,
     _name_estimators,
@@ -32,9 +32,9 @@ from ._compat import (
     _safe_set_output,
     _wrap_data_with_container,
 )
-from ._prequential import prequential_predict as _prequential_predict
-from ._rff import RandomFourierFeatures
-from ._stream import (
+from .._streaming._prequential import prequential_predict as _prequential_predict
+from ..abo._rff import RandomFourierFeatures
+from .._streaming._base import (
     StreamingRegressorMixin,
     StreamLockMixin,
     check_delay,
@@ -43,7 +43,7 @@ from ._stream import (
     stream_lock,
     stream_update,
 )
-from ._validation import accepts_keyword, check_numeric
+from .._streaming._validation import accepts_keyword, check_numeric
 
 __all__ = ["StreamingPipeline", "make_streaming_pipeline"]
 
@@ -170,7 +170,7 @@ def _format_changed(changed, limit=6):
 # ---------------------------------------------------------------------- transactions
 def _is_atomic(step):
     """Steps whose every learning call is all-or-nothing on its own: the package's
-    streaming regressors (update template :func:`~sklearn_orfit._stream.stream_update`)
+    streaming regressors (update template :func:`~sklearn_orfit._streaming._base.stream_update`)
     and classes that declare ``_atomic_updates = True`` (the pipeline, the ensemble)."""
     return isinstance(step, StreamingRegressorMixin) or (
         getattr(type(step), "_atomic_updates", False) is True
@@ -735,7 +735,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         learns (steps that are all-or-nothing themselves need none when they learn last);
         if anything raises later, ``KeyboardInterrupt`` included, the copies are put
         back, and the pipeline's own attributes are restored
-        (:func:`~sklearn_orfit._stream.stream_update`).
+        (:func:`~sklearn_orfit._streaming._base.stream_update`).
         """
         # fresh clones need no copy: the restored attributes drop them on failure
         undo = None  # [(step, its state before it learned)] of this call

@@ -6,8 +6,8 @@ from numbers import Real
 import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
-from ._compat import Interval
-from ._stream import LinearPredictMixin, StreamingRegressorMixin
+from .._compat import Interval
+from .._streaming._base import LinearPredictMixin, StreamingRegressorMixin
 
 __all__ = ["EWRLSRegressor"]
 

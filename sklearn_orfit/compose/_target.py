@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils import get_tags
 
-from ._compat import HasMethods
+from .._compat import HasMethods
 from ._pipeline import (
     _is_atomic,
     _restore,
@@ -23,11 +23,11 @@ from ._pipeline import (
     changed_stream_params,
     record_deep_params,
 )
-from ._prequential import _check_takes_weights, _is_fitted
-from ._prequential import prequential_predict as _prequential_predict
-from ._qr_ewrls import QREWRLSRegressor
-from ._stream import StreamingRegressorMixin, on_rollback
-from .preprocessing import RecursiveStandardScaler, _constant
+from .._streaming._prequential import _check_takes_weights, _is_fitted
+from .._streaming._prequential import prequential_predict as _prequential_predict
+from ..abo._qr_ewrls import QREWRLSRegressor
+from .._streaming._base import StreamingRegressorMixin, on_rollback
+from ..preprocessing import RecursiveStandardScaler, _constant
 
 __all__ = ["StreamingTransformedTargetRegressor"]
 

@@ -11,9 +11,9 @@ from sklearn.base import (
 from sklearn.kernel_approximation import RBFSampler
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._compat import Interval, _fit_context
-from ._stream import StreamLockMixin, record_stream_params, stream_update
-from ._validation import check_numeric, check_one_row
+from .._compat import Interval, _fit_context
+from .._streaming._base import StreamLockMixin, record_stream_params, stream_update
+from .._streaming._validation import check_numeric, check_one_row
 
 __all__ = ["RandomFourierFeatures"]
 

@@ -18,19 +18,19 @@ from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._compat import Interval, StrOptions, _BaseComposition, _fit_context
+from .._compat import Interval, StrOptions, _BaseComposition, _fit_context
 from ._ensemble import _working_copy
 from ._pipeline import (
     StreamingPipeline, _is_atomic, _restore, changed_stream_params, record_deep_params,
 )
-from ._prequential import prequential_predict as _prequential_predict
-from ._qr_ewrls import QREWRLSRegressor
-from ._rff import RandomFourierFeatures
-from ._stream import (
+from .._streaming._prequential import prequential_predict as _prequential_predict
+from ..abo._qr_ewrls import QREWRLSRegressor
+from ..abo._rff import RandomFourierFeatures
+from .._streaming._base import (
     StreamLockMixin, check_delay, check_stream_sample_weight, expected_failed_checks,
     on_rollback, stream_update, validate_stream,
 )
-from ._sw_krls import SlidingWindowKRLSRegressor
+from ..baselines._sw_krls import SlidingWindowKRLSRegressor
 
 __all__ = ["AggregatingRegressor", "make_expert_grid"]
 

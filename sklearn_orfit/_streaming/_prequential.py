@@ -4,7 +4,7 @@
 import numpy as np
 from sklearn.utils import check_array, check_consistent_length
 
-from ._stream import check_delay, check_stream_sample_weight
+from ._base import check_delay, check_stream_sample_weight
 from ._validation import accepts_keyword
 
 __all__ = ["prequential_predict"]

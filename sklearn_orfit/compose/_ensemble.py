@@ -10,13 +10,13 @@ from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._compat import HasMethods, Interval, _fit_context
+from .._compat import HasMethods, Interval, _fit_context
 from ._pipeline import changed_stream_params, record_deep_params
-from ._prequential import prequential_predict as _prequential_predict
-from ._validation import accepts_keyword
-from ._qr_ewrls import QREWRLSRegressor
-from ._rff import RandomFourierFeatures
-from ._stream import (
+from .._streaming._prequential import prequential_predict as _prequential_predict
+from .._streaming._validation import accepts_keyword
+from ..abo._qr_ewrls import QREWRLSRegressor
+from ..abo._rff import RandomFourierFeatures
+from .._streaming._base import (
     StreamLockMixin, check_delay, check_stream_sample_weight, expected_failed_checks,
     make_private, stream_update, validate_stream,
 )
@@ -406,7 +406,7 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
 
     def _expected_failed_checks(self):
         """scikit-learn checks the partitions' model fails, with the reason (see
-        :func:`sklearn_orfit._stream.expected_failed_checks`)."""
+        :func:`sklearn_orfit._streaming._base.expected_failed_checks`)."""
         return expected_failed_checks(self._estimator_template())
 
     # ------------------------------------------------------------------ internals
@@ -467,7 +467,7 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
         The partitions learn on working copies (:func:`_working_copy`); the copies are
         committed together, in one assignment, only when every partition succeeded. Any
         exception or ``KeyboardInterrupt`` before that leaves the ensemble's attributes
-        as they were (:func:`~sklearn_orfit._stream.stream_update`).
+        as they were (:func:`~sklearn_orfit._streaming._base.stream_update`).
         """
         with stream_update(self, check_params=False):
             first_call = reset or "estimators_" not in self.__dict__

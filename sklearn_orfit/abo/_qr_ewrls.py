@@ -11,13 +11,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._compat import Interval, StrOptions
+from .._compat import Interval, StrOptions
 from ._batch_solver import BatchSolver
 from ._dual_solver import DualSolver
 from ._givens import GivensSolver
 from ._kernels import lstsq_cutoff
 from ._primal_solver import PrimalSolver
-from ._stream import (
+from .._streaming._base import (
     LinearPredictMixin,
     OneRowPredictMixin,
     StreamingRegressorMixin,
@@ -27,7 +27,7 @@ from ._stream import (
     on_rollback,
     stream_lock,
 )
-from ._validation import check_one_row, check_one_target
+from .._streaming._validation import check_one_row, check_one_target
 from ._window import OVERFLOW_MESSAGE
 
 __all__ = ["QREWRLSRegressor"]

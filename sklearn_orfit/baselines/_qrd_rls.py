@@ -9,8 +9,8 @@ from scipy.linalg.blas import drot
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._compat import Interval, _threadpool_controller_decorator
-from ._stream import LinearPredictMixin, StreamingRegressorMixin
+from .._compat import Interval, _threadpool_controller_decorator
+from .._streaming._base import LinearPredictMixin, StreamingRegressorMixin
 
 __all__ = ["QRDRLSRegressor"]
 

@@ -43,7 +43,7 @@ import warnings
 import numpy as np
 
 from . import _experiments as ex
-from .datasets import load_electricity_demand, load_exchange_rates, make_abo_series
+from ..datasets import load_electricity_demand, load_exchange_rates, make_abo_series
 
 __all__ = ["main"]
 
@@ -125,7 +125,7 @@ _TUNE_SPLITS = 3
 
 def build_parser():
     """The argument parser of ``sklearn-orfit`` (all subcommands)."""
-    from . import __version__
+    from .. import __version__
 
     parser = _Parser(
         prog=PROG,
@@ -998,7 +998,7 @@ def _load_model(path):
     file's, or that another version of the package saved, is refused before its
     content is unpickled.
     """
-    from . import __version__
+    from .. import __version__
 
     if not os.path.exists(path):
         raise CLIError(f"--load-model: file not found: {path}")
@@ -1348,7 +1348,7 @@ def _tune(args, data, given):
     return what the report says about the tuning."""
     import time
 
-    from .forecasting import tune_forecast
+    from ..forecasting import tune_forecast
 
     if len(data.series) > 1:
         raise CLIError(f"--tune chooses the settings of one series; --column names "
@@ -1447,7 +1447,7 @@ def _infer_season(times):
     if times is None or len(times) < 3:
         return None, "no time stamps"
     try:
-        from .metrics import infer_season
+        from ..metrics import infer_season
     except ImportError:  # pragma: no cover
         return None, "no time stamps"
     try:
@@ -1465,7 +1465,7 @@ def _increasing(times):
 
 
 def _forecast(args, out, given=frozenset()):
-    from . import __version__
+    from .. import __version__
 
     as_json = args.json
     say = (lambda *a, **k: None) if as_json else (lambda *a, **k: print(*a, file=out, **k))

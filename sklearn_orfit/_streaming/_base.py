@@ -23,9 +23,9 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ._compat import _check_sample_weight, _fit_context
+from .._compat import _check_sample_weight, _fit_context
 from ._validation import check_fitted_fast, check_numeric, check_one_row, check_one_target
-from .utils.estimator_checks import expected_failed_checks
+from ..utils.estimator_checks import expected_failed_checks
 
 __all__ = [
     "LinearPredictMixin",

@@ -51,13 +51,13 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
 
-from ._compat import Interval, StrOptions, _fit_context
-from ._stream import (
+from .._compat import Interval, StrOptions, _fit_context
+from .._streaming._base import (
     LinearPredictMixin, OneRowPredictMixin, StreamLockMixin, check_delay, commit_copy,
     learn_with_delay, stream_update, validate_stream,
 )
-from ._validation import check_one_row, check_one_target
-from .exceptions import SpannedBatchWarning
+from .._streaming._validation import check_one_row, check_one_target
+from ..exceptions import SpannedBatchWarning
 
 __all__ = ["ORFitRegressor", "SpannedBatchWarning"]
 

@@ -15,8 +15,8 @@ from scipy.linalg import blas, lapack
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._compat import Interval
-from ._stream import StreamingRegressorMixin, check_stream_params, on_rollback
+from .._compat import Interval
+from .._streaming._base import StreamingRegressorMixin, check_stream_params, on_rollback
 
 __all__ = ["SlidingWindowKRLSRegressor"]
 

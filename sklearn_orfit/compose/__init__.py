@@ -1,0 +1,16 @@
+"""Streaming composites: pipelines, feature-partition ensembles, a target transformer
+and the aggregation of experts."""
+
+from ._aggregating import AggregatingRegressor, make_expert_grid
+from ._ensemble import FeaturePartitionEnsemble
+from ._pipeline import StreamingPipeline, make_streaming_pipeline
+from ._target import StreamingTransformedTargetRegressor
+
+__all__ = [
+    "AggregatingRegressor",
+    "FeaturePartitionEnsemble",
+    "StreamingPipeline",
+    "StreamingTransformedTargetRegressor",
+    "make_expert_grid",
+    "make_streaming_pipeline",
+]
