@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, _fit_context
+from ._streaming._base import StreamLockMixin
 from .compose._pipeline import StreamingPipeline, make_streaming_pipeline
 from .abo._qr_ewrls import QREWRLSRegressor
 from .abo._rff import RandomFourierFeatures
@@ -91,7 +92,7 @@ def _infer_step(index):
     )
 
 
-class StreamForecaster(BaseEstimator):
+class StreamForecaster(StreamLockMixin, BaseEstimator):
     """Forecast the next values of a stream, with online conformal intervals.
 
     The series ``y`` (and optional exogenous columns ``X``, one row per value of ``y``)

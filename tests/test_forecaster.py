@@ -403,3 +403,16 @@ def test_an_aggregate_of_experts_is_a_model(strategy):
     assert np.isfinite(full.predict()).all() and np.isfinite(full.predict_interval()).all()
     w = full.regressor_.weights_
     assert w.shape[-1] == 3 and np.allclose(np.sum(w, axis=-1), 1.0)
+
+
+def test_a_pickle_records_the_state_format():
+    from sklearn_orfit._streaming._base import STATE_FORMAT
+
+    y = np.sin(np.arange(80) / 5.0)
+    fc = StreamForecaster(n_lags=4, horizon=2).fit(y)
+    state = fc.__getstate__()
+    assert state["_sklearn_orfit_state_format"] == STATE_FORMAT
+    np.testing.assert_array_equal(pickle.loads(pickle.dumps(fc)).predict(), fc.predict())
+    state["_sklearn_orfit_state_format"] = STATE_FORMAT + 1
+    with pytest.raises(ValueError, match="Fit the model again"):
+        StreamForecaster.__new__(StreamForecaster).__setstate__(state)
