@@ -412,11 +412,20 @@ def rewrite_header(path, **changes):
         fh.write(rest)
 
 
-def test_load_refuses_another_version(tmp_path, saved, capsys, must_not_compute):
-    rewrite_header(saved, package_version="0.0.1")
+@pytest.mark.parametrize("change", [{"format_version": 1}, {"state_format": 99},
+                                    {"state_format": None}])
+def test_load_refuses_another_format(tmp_path, saved, capsys, must_not_compute, change):
+    rewrite_header(saved, package_version="0.0.1", **change)
     status, _, err = run(load_argv(tmp_path, saved), capsys)
     one_line_error(status, err, "saved by sklearn-orfit 0.0.1", f"this is sklearn-orfit "
-                   f"{__version__}")
+                   f"{__version__}", "reads model file format 2 with state format 1 only")
+
+
+def test_load_accepts_another_version_of_the_same_formats(tmp_path, saved, capsys):
+    # a model file was refused unless its package version was this one exactly
+    rewrite_header(saved, package_version="0.0.1")
+    status, _, err = run(load_argv(tmp_path, saved), capsys)
+    assert status == 0, err
 
 
 def test_load_refuses_a_damaged_file(tmp_path, saved, capsys, must_not_compute):

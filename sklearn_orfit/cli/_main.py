@@ -43,6 +43,7 @@ import warnings
 import numpy as np
 
 from . import _experiments as ex
+from .._streaming._base import STATE_FORMAT
 from ..datasets import load_electricity_demand, load_exchange_rates, make_abo_series
 
 __all__ = ["main"]
@@ -981,8 +982,8 @@ def _check_save_path(path):
 def _save_model(path, header, streams):
     """Write the model file whole or not at all: a plain header, then the streams.
 
-    The header (format, versions, settings; builtins only) is read before anything else
-    is unpickled, so a file from another version is refused without running its code.
+    The header (formats, versions, settings; builtins only) is read before anything else
+    is unpickled, so a file of another format is refused without running its code.
     """
     import joblib
 
@@ -995,8 +996,8 @@ def _load_model(path):
     """``(header, streams)`` of a model file saved with ``--save-model``.
 
     Only ``path`` (named by the user) is read. A file whose header is not a model
-    file's, or that another version of the package saved, is refused before its
-    content is unpickled.
+    file's, or whose model file format or state format is not this version's, is refused
+    before its content is unpickled; the package version that saved it does not matter.
     """
     from .. import __version__
 
@@ -1015,13 +1016,16 @@ def _load_model(path):
             if not (isinstance(header, dict) and header.get("format") == _MODEL_FORMAT):
                 raise CLIError(not_model)
             saved_by = header.get("package_version")
+            # the file's layout and its estimators' state layout decide, not the
+            # version number: a release that keeps both reads the files of another
             if (header.get("format_version") != _MODEL_FORMAT_VERSION
-                    or saved_by != __version__):
+                    or header.get("state_format") != STATE_FORMAT):
                 raise CLIError(
-                    f"--load-model {path} was saved by sklearn-orfit {saved_by} (model "
-                    f"file format {header.get('format_version')}); this is sklearn-orfit "
-                    f"{__version__} (format {_MODEL_FORMAT_VERSION}): saved models do not "
-                    "carry over between versions; run the stream again with this version")
+                    f"--load-model {path} was saved by sklearn-orfit {saved_by} in model "
+                    f"file format {header.get('format_version')} with state format "
+                    f"{header.get('state_format')}; this is sklearn-orfit {__version__}, "
+                    f"which reads model file format {_MODEL_FORMAT_VERSION} with state "
+                    f"format {STATE_FORMAT} only: run the stream again with this version")
             import joblib
 
             try:
@@ -1637,7 +1641,8 @@ def _forecast(args, out, given=frozenset()):
         if args.save_model is not None:
             _save_model(args.save_model, {
                 "format": _MODEL_FORMAT, "format_version": _MODEL_FORMAT_VERSION,
-                "package_version": __version__, "settings": settings, "series": names,
+                "package_version": __version__, "state_format": STATE_FORMAT,
+                "settings": settings, "series": names,
                 "exog": list(data.exog_names), "n_inputs": args.n_lags * (1 + args.n_exog),
                 "skip": int(skip), "season": None if season is None else int(season),
                 "source_kind": "csv" if args.csv is not None else "dataset",
