@@ -170,3 +170,10 @@ def test_bad_series():
         tune_forecast(noisy_sine(60), **SMALL)
     with pytest.raises(ValueError, match="exog has 5 rows"):
         tune_forecast(noisy_sine(), exog=np.ones(5), **SMALL)
+
+
+def test_values_beyond_the_scores_range_get_the_clear_message():
+    # tune_forecast(series * 1e200) said "every model diverged"
+    series = 1e200 * (1.0 + np.sin(np.arange(400) / 5.0))
+    with pytest.raises(ValueError, match=r"beyond 1e\+75 .*divide the series by a power of ten"):
+        tune_forecast(series, n_lags=4, window_sizes=(20,), sigmas=(1.0,))
