@@ -88,6 +88,99 @@ class _ORFitMemoryMixin:
     # the attribute whose presence means a stream has started
     _STATE_MARKER = "coef_"
 
+    # ------------------------------------------------------------------ public API
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Reset, then learn the rows of ``X`` in order, ``batch_size`` rows per step.
+
+        A new stream starts from the initial model (``coef_init``, or the MLP's random
+        initial network). Equivalent to a fresh estimator receiving one
+        :meth:`partial_fit` call per consecutive chunk of ``batch_size`` rows.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+
+        Returns
+        -------
+        self : object
+            The fitted estimator.
+        """
+        return self._learn(X, y, reset=True, batch_size=self.batch_size, predict=False)[0]
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y):
+        """Learn the rows of ``X`` as one batch, fitted exactly in one step.
+
+        The input is validated before any state changes: a rejected call (NaN, wrong
+        number of features or targets) raises ``ValueError`` and leaves the estimator
+        as it was.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The batch.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Its targets.
+
+        Returns
+        -------
+        self : object
+            The updated estimator.
+        """
+        return self._learn(X, y, reset=False, batch_size=None, predict=False)[0]
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def prequential_predict(self, X, y, *, delay=0):
+        """Predict each row from the state before it, then learn it (one row per step).
+
+        Gives the same predictions and final state as calling :meth:`predict` and
+        :meth:`partial_fit` row by row, with the input validated once.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Targets.
+        delay : int, default=0
+            Labels arrive ``delay`` rows late: ``y_pred[i]`` is made by the model that
+            has learned rows ``< i − delay`` of this call (see
+            :func:`~sklearn_orfit.prequential_predict`). Every row is learned on return.
+
+        Returns
+        -------
+        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            ``y_pred[i]`` from the model after rows ``< i − delay`` (the initial model,
+            ``x·W₀`` for the linear one, 0 by default, for the first rows of a stream).
+        """
+        delay = check_delay(delay)
+        return self._learn(X, y, reset=False, batch_size=1, predict=True, delay=delay)[1]
+
+    def learn_one(self, x, y):
+        """Learn one row with only cheap checks (shape, dtype, finiteness).
+
+        Equivalent to ``partial_fit(x[None], [y])`` without scikit-learn's per-call
+        validation. The first row of a stream must go through :meth:`fit` or
+        :meth:`partial_fit` (which fix ``n_features_in_`` and the target shape).
+
+        Parameters
+        ----------
+        x : array-like of shape (n_features,)
+            One row.
+        y : float or array-like of shape (n_targets,)
+            Its target(s).
+
+        Returns
+        -------
+        self : object
+            The updated estimator.
+        """
+        return self._learn_one(x, y)
+
     def _learn(self, X, y, *, reset, batch_size, predict, delay=0):
         """Validate everything, then learn (the package's update template: write lock,
         parameter check, all or nothing)."""
@@ -514,98 +607,6 @@ class ORFitRegressor(
         self.coef_init = coef_init
         self.rtol = rtol
         self.random_state = random_state
-
-    # ------------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Reset, then learn the rows of ``X`` in order, ``batch_size`` rows per step.
-
-        Equivalent to a fresh estimator receiving one :meth:`partial_fit` call per
-        consecutive chunk of ``batch_size`` rows.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        self : ORFitRegressor
-            The fitted estimator.
-        """
-        return self._learn(X, y, reset=True, batch_size=self.batch_size, predict=False)[0]
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
-        """Learn the rows of ``X`` as one batch, fitted exactly in one step.
-
-        The input is validated before any state changes: a rejected call (NaN, wrong
-        number of features or targets) raises ``ValueError`` and leaves the estimator
-        as it was.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The batch.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Its targets.
-
-        Returns
-        -------
-        self : ORFitRegressor
-            The updated estimator.
-        """
-        return self._learn(X, y, reset=False, batch_size=None, predict=False)[0]
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def prequential_predict(self, X, y, *, delay=0):
-        """Predict each row from the state before it, then learn it (one row per step).
-
-        Gives the same predictions and final state as calling :meth:`predict` and
-        :meth:`partial_fit` row by row, with the input validated once.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-        delay : int, default=0
-            Labels arrive ``delay`` rows late: ``y_pred[i]`` is made by the weights that
-            have learned rows ``< i − delay`` of this call (see
-            :func:`~sklearn_orfit.prequential_predict`). Every row is learned on return.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i]`` from the weights after rows ``< i − delay`` (``x·W₀``, i.e. 0
-            by default, for the first rows of a stream).
-        """
-        delay = check_delay(delay)
-        return self._learn(X, y, reset=False, batch_size=1, predict=True, delay=delay)[1]
-
-    def learn_one(self, x, y):
-        """Learn one row with only cheap checks (shape, dtype, finiteness).
-
-        Equivalent to ``partial_fit(x[None], [y])`` without scikit-learn's per-call
-        validation. The first row of a stream must go through :meth:`fit` or
-        :meth:`partial_fit` (which fix ``n_features_in_`` and the target shape).
-
-        Parameters
-        ----------
-        x : array-like of shape (n_features,)
-            One row.
-        y : float or array-like of shape (n_targets,)
-            Its target(s).
-
-        Returns
-        -------
-        self : ORFitRegressor
-            The updated estimator.
-        """
-        return self._learn_one(x, y)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

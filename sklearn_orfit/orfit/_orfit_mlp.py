@@ -28,12 +28,12 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._compat import Interval, StrOptions, _fit_context
+from .._compat import Interval, StrOptions
 from ._orfit import (
     _EPS, _ORFitMemoryMixin, _all_finite, _norm, _orthogonal_step, _warn_spanned,
 )
 from .._streaming._base import (
-    PredictMixin, StreamLockMixin, check_delay, check_stream_params, record_stream_params,
+    PredictMixin, StreamLockMixin, check_stream_params, record_stream_params,
 )
 from .._streaming._validation import check_fitted_fast, check_one_row
 
@@ -253,86 +253,7 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, PredictMixin, Regres
         self.random_state = random_state
 
     # ------------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Reset (new random initial network), then learn ``X`` in order, ``batch_size``
-        rows per step.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets.
-
-        Returns
-        -------
-        self : ORFitMLPRegressor
-            The fitted estimator.
-        """
-        return self._learn(X, y, reset=True, batch_size=self.batch_size, predict=False)[0]
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
-        """Learn the rows of ``X`` as one batch, in one step.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The batch.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Its targets.
-
-        Returns
-        -------
-        self : ORFitMLPRegressor
-            The updated estimator.
-        """
-        return self._learn(X, y, reset=False, batch_size=None, predict=False)[0]
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def prequential_predict(self, X, y, *, delay=0):
-        """Predict each row from the state before it, then learn it (one row per step).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_outputs)
-            Targets.
-        delay : int, default=0
-            Labels arrive ``delay`` rows late: ``y_pred[i]`` is made by the network that
-            has learned rows ``< i − delay`` of this call (see
-            :func:`~sklearn_orfit.prequential_predict`). Every row is learned on return.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_outputs)
-            ``y_pred[i]`` from the parameters after rows ``< i − delay`` (the initial
-            network for the first rows of a stream).
-        """
-        delay = check_delay(delay)
-        return self._learn(X, y, reset=False, batch_size=1, predict=True, delay=delay)[1]
-
-    def learn_one(self, x, y):
-        """Learn one row with only cheap checks (shape, dtype, finiteness).
-
-        The first row of a stream must go through :meth:`fit` or :meth:`partial_fit`.
-
-        Parameters
-        ----------
-        x : array-like of shape (n_features,)
-            One row.
-        y : float or array-like of shape (n_outputs,)
-            Its target(s).
-
-        Returns
-        -------
-        self : ORFitMLPRegressor
-            The updated estimator.
-        """
-        return self._learn_one(x, y)
-
+    # fit, partial_fit, prequential_predict and learn_one: the memory mixin's (ORFit's)
     def _predict_rows(self, X):
         """Predictions of validated rows, 2-D (the delayed-label path)."""
         return self._forward(X, self.params_)[-1]
