@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, _fit_context
-from ._streaming._base import StreamLockMixin
+from ._streaming._base import StreamLockMixin, rollback_on_error
 from .compose._pipeline import StreamingPipeline, make_streaming_pipeline
 from .abo._qr_ewrls import QREWRLSRegressor
 from .abo._rff import RandomFourierFeatures
@@ -290,17 +290,12 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         self : StreamForecaster
             The fitted forecaster.
         """
-        saved = dict(self.__dict__)
-        try:
+        # all or nothing: a rejected (or interrupted) fit keeps the previous stream
+        with rollback_on_error(self):
             self._start(y, X)
             yv, Xv, index = self._check_chunk(y, X, first=True)
             self._run(yv, Xv, record=False)
             self._set_index(index)
-        except BaseException:
-            # all or nothing: a rejected (or interrupted) fit keeps the previous stream
-            self.__dict__.clear()
-            self.__dict__.update(saved)
-            raise
         return self
 
     def update(self, y_new, X_new=None):

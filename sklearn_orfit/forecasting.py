@@ -24,13 +24,10 @@ from sklearn.utils import Bunch
 from .cli import _experiments as ex
 from ._forecaster import StreamForecaster
 from ._streaming._prequential import prequential_predict
+from .metrics import _beyond_scored_range
 from .model_selection import PrequentialSplit, make_prequential_scorer
 
 __all__ = ["StreamForecaster", "tune_forecast"]
-
-# beyond this magnitude the fourth powers of the errors (the residual variance of the
-# prequential scores) leave float64; the command line refuses such a column too
-_MAX_MAGNITUDE = 1e75
 
 # the models whose state is a sliding window of the last ``window_size`` rows
 _WINDOWED = ("abo", "ensemble", "sw-krls", "qrd-rls")
@@ -340,14 +337,11 @@ def tune_forecast(
     if not np.all(np.isfinite(values)):
         raise ValueError("series has missing, NaN or infinite values; fill or drop them "
                          "before tuning.")
-    big = np.abs(values) > _MAX_MAGNITUDE
-    if big.any():
-        first = int(np.argmax(big))
-        raise ValueError(
-            f"series has values beyond {_MAX_MAGNITUDE:.0e} in magnitude (the first, "
-            f"{values[first]:.6g}, at position {first}): the prequential scores, in the "
-            "series' units squared and to the fourth power, would overflow float64; "
-            "divide the series by a power of ten before tuning.")
+    beyond = _beyond_scored_range(values)
+    if beyond is not None:
+        first, message = beyond
+        raise ValueError("series " + message.format(
+            where=f"position {first}", what="series", doing="tuning") + ".")
     for name, v in (("horizon", horizon), ("n_lags", n_lags), ("n_splits", n_splits)):
         _positive_int(name)(v)
     if (not isinstance(tune_fraction, numbers.Real) or isinstance(tune_fraction, bool)

@@ -39,6 +39,24 @@ __all__ = [
 
 _MULTIOUTPUT = ("uniform_average", "raw_values")
 
+# Scores are reported in the series' units squared (ResMSE) and to the fourth power
+# (ResVAR); beyond this magnitude the fourth powers of the errors leave float64.
+_MAX_SCORED_MAGNITUDE = 1e75
+
+
+def _beyond_scored_range(values):
+    """``(position, value)`` of the first value beyond :data:`_MAX_SCORED_MAGNITUDE` in
+    magnitude, or ``None``; and the sentence that says why and what to do."""
+    big = np.abs(values) > _MAX_SCORED_MAGNITUDE
+    if not big.any():
+        return None
+    first = int(np.argmax(big))
+    return first, (
+        f"has values beyond {_MAX_SCORED_MAGNITUDE:.0e} in magnitude (the first, "
+        f"{values[first]:.6g}, at {{where}}): the scores, in the series' units squared "
+        "and to the fourth power, would overflow float64; divide the {what} by a power "
+        "of ten before {doing}")
+
 
 def _as_float(a, name):
     """``a`` as a float64 array; strings, complex numbers and ragged input refused."""

@@ -45,6 +45,7 @@ import numpy as np
 from . import _experiments as ex
 from .._streaming._base import STATE_FORMAT
 from ..datasets import load_electricity_demand, load_exchange_rates, make_abo_series
+from ..metrics import _beyond_scored_range
 
 __all__ = ["main"]
 
@@ -654,11 +655,6 @@ def _load_input(args):
                   units, where)
 
 
-# Scores are reported in the series' units squared (ResMSE) and to the fourth power
-# (ResVAR); beyond this magnitude the fourth powers of the errors leave float64.
-_MAX_MAGNITUDE = 1e75
-
-
 def _check_values(values, name, where, *, what="series"):
     """Finite values within the magnitude the scores can hold (``what``: how to name
     the column in a message)."""
@@ -669,14 +665,11 @@ def _check_values(values, name, where, *, what="series"):
         raise CLIError(f"{what} {name!r} has {int(bad.sum())} missing, NaN or infinite "
                        f"value(s), the first ({kind}) at {where[first]}; fill or drop "
                        "them before forecasting")
-    big = np.abs(values) > _MAX_MAGNITUDE
-    if big.any():
-        first = int(np.argmax(big))
-        raise CLIError(
-            f"{what} {name!r} has values beyond {_MAX_MAGNITUDE:.0e} in magnitude (the "
-            f"first, {values[first]:.6g}, at {where[first]}): the scores, in the series' "
-            "units squared and to the fourth power, would overflow float64; divide the "
-            "column by a power of ten before forecasting")
+    beyond = _beyond_scored_range(values)
+    if beyond is not None:
+        first, message = beyond
+        raise CLIError(f"{what} {name!r} " + message.format(
+            where=where[first], what="column", doing="forecasting"))
 
 
 def _check_series(values, name, where, *, args, transform, continuing=False):
@@ -948,17 +941,14 @@ def _same_file(a, b):
 
 def _check_model_path_is_free(args, outputs):
     """``--save-model`` never replaces the input data or another output of the run."""
-    taken = []
-    if args.csv is not None:
-        taken.append(("--csv", args.csv))
-    if getattr(args, "load_model", None) is not None:
-        taken.append(("--load-model", args.load_model))
+    # (the --load-model file may be saved back: the continued stream replaces it)
+    taken = [] if args.csv is None else [("--csv", args.csv)]
     for name, (csv_path, png_path) in outputs.items():
         taken.append((f"the predictions of {name!r}", csv_path))
         if not args.no_plot:
             taken.append((f"the figure of {name!r}", png_path))
     for what, path in taken:
-        if what != "--load-model" and _same_file(args.save_model, path):
+        if _same_file(args.save_model, path):
             raise CLIError(f"--save-model {args.save_model} is {what}; saving the model "
                            "there would replace it: give another file name")
 
