@@ -375,24 +375,32 @@ def make_solver(est, *, n_features, n_targets):
 
 class DualThenPrimal:
     """``D < N``: the dual route while the window holds at most ``D`` non-zero rows, the
-    primal route from then on.
+    primal route while it holds more.
 
-    While the window fills, and while it has no more non-zero rows (zero-weight rows are
-    zero rows) than features, its normal equations are singular (or, with a small ridge,
-    conditioned like ``1/α``): such a window is the dual route's (``O(n·D + n²)`` a row).
-    Before the row that would make ``D + 1`` non-zero rows (or when the dual route's ring
-    of ``min(N, 2D)`` rows is full) the rows are handed to the primal route, which keeps
-    them from then on.
+    A window with no more non-zero rows (zero-weight rows are zero rows) than features
+    has singular normal equations (or, with a small ridge, conditioned like ``1/α``):
+    such a window is the dual route's (``O(n·D + n²)`` a row), whose ring holds
+    ``min(N, 2D)`` rows. The route is chosen by this *effective* window, row by row: the
+    rows are handed to the primal route before the row that would make ``D + 1`` non-zero
+    rows (or when the dual ring is full), and back to the dual route when the window has
+    fewer than ``D − D/16`` non-zero rows again and the dual ring can hold it (the margin
+    keeps a window whose count hovers at ``D`` from switching at every row: each switch
+    refactorises the window, ``O(N·D·min(N, D))``).
     """
 
     def __init__(self, **params):
         self.params = params
         D = params["n_features"]
-        dual = dict(params, window_size=min(params["window_size"], 2 * D))
-        short = dual["window_size"] <= SHORT_WINDOW
-        self.inner = BatchSolver(**dual, dual=True) if short else DualSolver(**dual)
+        self.dual_params = dict(params, window_size=min(params["window_size"], 2 * D))
+        self.inner = self._dual()
         self.primal = False
-        self.n_orthogonal_filling = 0
+        self.n_orthogonal_switched = 0  # windows of the solvers switched away from
+        self.n_switches = 0
+
+    def _dual(self):
+        if self.dual_params["window_size"] <= SHORT_WINDOW:
+            return BatchSolver(**self.dual_params, dual=True)
+        return DualSolver(**self.dual_params)
 
     @property
     def buf(self):
@@ -400,7 +408,7 @@ class DualThenPrimal:
 
     @property
     def n_orthogonal(self):
-        return self.n_orthogonal_filling + self.inner.n_orthogonal
+        return self.n_orthogonal_switched + self.inner.n_orthogonal
 
     @property
     def handles_long_calls(self):
@@ -419,25 +427,40 @@ class DualThenPrimal:
         self.inner.restore(token)
 
     def update(self, Z, Y, *, predict):
-        if self.primal:
-            return self.inner.update(Z, Y, predict=predict)
-        buf = self.inner.buf
-        # the rows the dual route takes: while its ring has room and the window, with the
-        # row, holds at most D non-zero rows
-        n_nonzero = int(np.count_nonzero(buf.s[buf.slots()])) + np.cumsum(Z.any(axis=1))
-        take = min(buf.N - buf.n, int(np.searchsorted(n_nonzero, self.params["n_features"], side="right")))
-        parts = []
-        if take > 0:
-            parts.append(self.inner.update(Z[:take], Y[:take], predict=predict))
-        if Z.shape[0] > take:
-            self._to_primal()
-            parts.append(self.inner.update(Z[take:], Y[take:], predict=predict))
-        return np.concatenate(parts) if predict else None
+        D = self.params["n_features"]
+        N, N_dual = self.params["window_size"], self.dual_params["window_size"]
+        parts, a = [], 0
+        while a < Z.shape[0]:
+            buf = self.inner.buf
+            # non-zero rows and rows of the window once each row of Z[a:] is learned
+            held = np.concatenate([buf.s[buf.slots()] != 0, Z[a:].any(axis=1)])
+            c = np.concatenate([[0], np.cumsum(held)])
+            end = buf.n + 1 + np.arange(Z.shape[0] - a)
+            n_nonzero = c[end] - c[np.maximum(0, end - N)]
+            n_rows = np.minimum(end, N)
+            if self.primal:
+                # back to the dual route at the first row whose window qualifies
+                dual = (n_nonzero < D - max(1, D // 16)) & (n_rows <= N_dual)
+            else:
+                # the dual route until a row's window has D + 1 non-zero rows or
+                # overflows its ring
+                dual = ~((n_nonzero <= D) & (n_rows <= N_dual))
+            k = int(np.argmax(dual)) if dual.any() else Z.shape[0] - a
+            if k:
+                parts.append(self.inner.update(Z[a : a + k], Y[a : a + k], predict=predict))
+                a += k
+            if a < Z.shape[0]:
+                self._switch()
+        if not predict:
+            return None
+        return np.concatenate(parts) if parts else np.zeros((0, self.params["n_targets"]))
 
-    def _to_primal(self):
+    def _switch(self):
+        """Hand the window to the other route."""
         buf = self.inner.buf
         slots = buf.slots()
-        primal = PrimalSolver(**self.params)
-        primal.buf.load(buf.Zh[slots], buf.s[slots], buf.Y[slots])
-        self.n_orthogonal_filling += self.inner.n_orthogonal
-        self.inner, self.primal = primal, True
+        other = self._dual() if self.primal else PrimalSolver(**self.params)
+        other.buf.load(buf.Zh[slots], buf.s[slots], buf.Y[slots])
+        self.n_orthogonal_switched += self.inner.n_orthogonal
+        self.n_switches += 1
+        self.inner, self.primal = other, not self.primal
