@@ -82,7 +82,7 @@ import sklearn_orfit
 from sklearn_orfit import (
     AggregatingRegressor, RecursiveStandardScaler, make_expert_grid, prequential_predict,
 )
-from sklearn_orfit.compose._aggregating import _new_rule_state, aggregate_predictions
+from sklearn_orfit.compose import aggregate_expert_predictions
 from sklearn_orfit.datasets import load_electricity_demand, load_exchange_rates, make_lagged
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
@@ -149,16 +149,13 @@ def evaluate(name, X, y, grid, n_jobs):
     test_err = ((P[test] - y[test, None]) ** 2).mean(axis=0)
     a, b = int(np.argmin(train_err)), int(np.argmin(test_err))
     # the recursion rerun on the stored predictions gives the estimator's predictions
-    rerun, _ = aggregate_predictions(
-        P[:, :, None], y[:, None], state=_new_rule_state(len(grid)), method="boa",
-        loss="squared", gradient=True, learning_rate=None, scale=agg.loss_scale_)
-    check = float(np.max(np.abs(rerun[:, 0] - y_agg)))
+    rerun, _ = aggregate_expert_predictions(P, y, method="boa", loss_scale=agg.loss_scale_)
+    check = float(np.max(np.abs(rerun - y_agg)))
 
     def rule(method, lr=None):
-        out, W = aggregate_predictions(
-            P[:, :, None], y[:, None], state=_new_rule_state(len(grid)), method=method,
-            loss="squared", gradient=True, learning_rate=lr, scale=agg.loss_scale_)
-        return out[:, 0]
+        out, _ = aggregate_expert_predictions(P, y, method=method, learning_rate=lr,
+                                              loss_scale=agg.loss_scale_)
+        return out
 
     ewa = {lr: mse(rule("ewa", lr)[test], y[test]) for lr in EWA_RATES}
     best_lr = min(ewa, key=ewa.get)
@@ -227,9 +224,8 @@ def cost(X, y, grid, repeats):
     agg = AggregatingRegressor(grid, history_size=None).fit(X, y)
     P = agg.predictions_history_[:, :, None]
     out["weight recursion alone, CPU s"] = best_time(
-        lambda: aggregate_predictions(
-            P, y[:, None], state=_new_rule_state(len(grid)), method="boa", loss="squared",
-            gradient=True, learning_rate=None, scale=agg.loss_scale_), repeats)[1]
+        lambda: aggregate_expert_predictions(P, y, method="boa", loss_scale=agg.loss_scale_),
+        repeats)[1]
     total = out["sum of experts, CPU s"]
     out["overhead vs sum of experts (CPU), %"] = 100.0 * (
         out["aggregate, no sharing, CPU s"] / total - 1.0)

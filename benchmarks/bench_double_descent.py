@@ -35,12 +35,13 @@ import time
 
 import numpy as np
 
-from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
-from sklearn_orfit.cli._experiments import (
-    blas_threads, header_line, machine_header, make_forecast_problem, pyplot, save_figure,
-    write_results,
+from sklearn_orfit import (
+    QREWRLSRegressor, RandomFourierFeatures, RecursiveStandardScaler, prequential_predict,
 )
-from sklearn_orfit.datasets import make_abo_series
+from sklearn_orfit.utils.benchmarking import (
+    blas_threads, header_line, machine_header, pyplot, save_figure, write_results,
+)
+from sklearn_orfit.datasets import make_abo_series, make_lagged
 
 N_LAGS = 7
 WINDOW = 20
@@ -95,8 +96,10 @@ def window_stats(Z, y, *, lam):
 
 def run(n_updates, dims, seed):
     series = make_abo_series(n_updates + 500, random_state=seed)
-    problem = make_forecast_problem(series, n_lags=N_LAGS)  # recursively standardised
-    X, y = problem.X, problem.y
+    # each value standardised with the values before it; the first two only feed the
+    # statistics (a standard deviation needs two values)
+    z = RecursiveStandardScaler().prequential_transform(series[:, None])[:, 0]
+    X, y = make_lagged(z[2:], N_LAGS)
     n_warm = X.shape[0] - n_updates
     rows = []
     preds = {}

@@ -36,7 +36,7 @@ import numpy as np
 from threadpoolctl import threadpool_info
 
 from sklearn_orfit import FeaturePartitionEnsemble, QREWRLSRegressor, RandomFourierFeatures
-from sklearn_orfit.cli._experiments import (
+from sklearn_orfit.utils.benchmarking import (
     blas_threads, header_line, machine_header, time_calls, write_results,
 )
 from sklearn_orfit.datasets import load_electricity_demand, make_abo_series, make_lagged

@@ -33,10 +33,10 @@ from scipy import ndimage
 from sklearn.datasets import load_digits
 
 from sklearn_orfit import ORFitRegressor
-from sklearn_orfit.cli._experiments import (
+from sklearn_orfit.utils.benchmarking import (
     blas_threads, header_line, machine_header, pyplot, save_figure, write_results,
 )
-from sklearn_orfit.orfit._orfit import SpannedBatchWarning
+from sklearn_orfit.exceptions import SpannedBatchWarning
 
 OUT = Path(__file__).parent / "out"
 METHODS = ["ORFit (PCA)", "ORFit-latest", "ORFit-random", "One-step SGD", "Greedy"]

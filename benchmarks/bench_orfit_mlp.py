@@ -38,10 +38,10 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.neural_network import MLPRegressor
 
 from sklearn_orfit import ORFitMLPRegressor, ORFitRegressor
-from sklearn_orfit.cli._experiments import (
+from sklearn_orfit.utils.benchmarking import (
     blas_threads, header_line, machine_header, time_calls, write_results,
 )
-from sklearn_orfit.orfit._orfit import SpannedBatchWarning
+from sklearn_orfit.exceptions import SpannedBatchWarning
 
 try:  # the digits stream of the linear benchmark
     from bench_orfit_digits import make_split

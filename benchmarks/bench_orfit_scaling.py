@@ -37,10 +37,10 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from sklearn_orfit import ORFitRegressor
-from sklearn_orfit.cli._experiments import (
+from sklearn_orfit.utils.benchmarking import (
     best_of, blas_threads, header_line, machine_header, peak_rss_mib, write_results,
 )
-from sklearn_orfit.orfit._orfit import SpannedBatchWarning
+from sklearn_orfit.exceptions import SpannedBatchWarning
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 

@@ -23,7 +23,7 @@ import os
 import numpy as np
 
 from sklearn_orfit import ORFitRegressor, RandomFourierFeatures
-from sklearn_orfit.cli._experiments import (
+from sklearn_orfit.utils.benchmarking import (
     best_of, blas_threads, header_line, machine_header, write_results,
 )
 

@@ -79,7 +79,7 @@ from sklearn_orfit import (
     make_streaming_pipeline,
     prequential_predict,
 )
-from sklearn_orfit.cli._experiments import (
+from sklearn_orfit.utils.benchmarking import (
     blas_threads, header_line, machine_header, pyplot, save_figure, write_results,
 )
 from sklearn_orfit.datasets import load_electricity_demand, load_exchange_rates, make_lagged

@@ -32,7 +32,7 @@ from sklearn.kernel_approximation import RBFSampler
 
 import sklearn_orfit
 from sklearn_orfit import RandomFourierFeatures
-from sklearn_orfit.cli._experiments import (
+from sklearn_orfit.utils.benchmarking import (
     blas_threads, header_line, machine_header, time_calls, write_results,
 )
 

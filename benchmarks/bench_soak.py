@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
-from sklearn_orfit.cli._experiments import (
+from sklearn_orfit.utils.benchmarking import (
     blas_threads, header_line, machine_header, write_results,
 )
 from sklearn_orfit.datasets import make_abo_series, make_lagged

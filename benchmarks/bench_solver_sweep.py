@@ -93,7 +93,7 @@ import warnings
 
 import numpy as np
 
-from sklearn_orfit.cli._experiments import (
+from sklearn_orfit.utils.benchmarking import (
     best_of, blas_threads, header_line, machine_header, peak_rss_mib, write_results,
 )
 

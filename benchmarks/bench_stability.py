@@ -35,7 +35,7 @@ import time
 import numpy as np
 
 from sklearn_orfit import EWRLSRegressor, QREWRLSRegressor, prequential_predict
-from sklearn_orfit.cli._experiments import (
+from sklearn_orfit.utils.benchmarking import (
     blas_threads, header_line, machine_header, pyplot, save_figure, write_results,
 )
 

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from sklearn_orfit import SlidingWindowKRLSRegressor
-from sklearn_orfit.cli._experiments import (
+from sklearn_orfit.utils.benchmarking import (
     blas_threads, header_line, machine_header, peak_rss_mib, time_calls, write_results,
 )
 

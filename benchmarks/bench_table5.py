@@ -30,8 +30,8 @@ import os
 import numpy as np
 
 from sklearn_orfit import QREWRLSRegressor, RandomFourierFeatures, prequential_predict
-from sklearn_orfit.cli._experiments import (
-    TABLE5_CPP_MS, TABLE5_SETTING, _timed_chunked, _timed_one_row, best_of, blas_threads,
+from sklearn_orfit.utils.benchmarking import (
+    TABLE5_CPP_MS, TABLE5_SETTING, timed_chunked, timed_one_row, best_of, blas_threads,
     header_line, machine_header, write_results,
 )
 from sklearn_orfit.datasets import make_abo_series, make_lagged
@@ -53,8 +53,8 @@ def bench_width(D, X, y, repeat, rows_sklearn, givens):
         return QREWRLSRegressor(N).fit(rff.transform(Xw), yw)
 
     # the two paths the command line's speed sweep times (sklearn-orfit speed)
-    t_chunk = best_ms(_timed_chunked(rff, [fresh() for _ in range(repeat)], Xs, ys), repeat)
-    t_one = best_ms(_timed_one_row(rff, [fresh() for _ in range(repeat)], Xs, ys), repeat)
+    t_chunk = best_ms(timed_chunked(rff, [fresh() for _ in range(repeat)], Xs, ys), repeat)
+    t_one = best_ms(timed_one_row(rff, [fresh() for _ in range(repeat)], Xs, ys), repeat)
 
     def sklearn_api(reg):
         for i in range(rows_sklearn):

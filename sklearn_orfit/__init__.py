@@ -23,6 +23,7 @@ from .compose import (
     FeaturePartitionEnsemble,
     StreamingPipeline,
     StreamingTransformedTargetRegressor,
+    aggregate_expert_predictions,
     make_expert_grid,
     make_streaming_pipeline,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "StreamForecaster",
     "StreamingPipeline",
     "StreamingTransformedTargetRegressor",
+    "aggregate_expert_predictions",
     "make_expert_grid",
     "make_prequential_scorer",
     "make_streaming_pipeline",

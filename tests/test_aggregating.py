@@ -352,3 +352,29 @@ def test_bench_aggregation_quick(tmp_path):
         assert 0 < res[key] < 10 * res["target_var"], key
     assert res["(b) best in hindsight"] <= res["(a) best on first 30%"]
     np.testing.assert_allclose(sum(res["final weights"].values()), 1.0)
+
+
+def test_aggregate_expert_predictions_replays_the_estimator():
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+
+    # the public rule over stored predictions gives the estimator's own predictions, and
+    # refuses predictions that do not match the targets
+    from sklearn_orfit.compose import aggregate_expert_predictions
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(240, 3))
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.1 * rng.normal(size=240)
+    for method in ("boa", "mlpol", "ewa"):
+        agg = AggregatingRegressor([("short", QREWRLSRegressor(8)), ("long", QREWRLSRegressor(60))],
+                                   method=method, learning_rate=0.5 if method == "ewa" else None,
+                                   history_size=None)
+        y_pred = prequential_predict(agg, X, y, delay=2)
+        replay, W = aggregate_expert_predictions(
+            agg.predictions_history_, y, method=method, delay=2,
+            learning_rate=agg.learning_rate, loss_scale=agg.loss_scale_)
+        np.testing.assert_array_equal(replay, y_pred)
+        np.testing.assert_allclose(W.sum(axis=1), 1.0)
+    with pytest.raises(ValueError, match="do not match"):
+        aggregate_expert_predictions(np.zeros((10, 2)), np.zeros(9))
+    with pytest.raises(ValueError, match="finite"):
+        aggregate_expert_predictions(np.full((10, 2), np.nan), np.zeros(10))

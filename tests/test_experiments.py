@@ -154,6 +154,15 @@ def test_pyplot_and_save_figure(tmp_path):
     assert Path(path).stat().st_size > 0
 
 
+def test_benchmarks_import_no_private_module_of_the_package():
+    """The benchmark scripts use the package's public names (the measurement helpers
+    from the public ``sklearn_orfit.utils.benchmarking``), not its private modules."""
+    private = re.compile(r"^\s*(from|import)\s+sklearn_orfit(\.\w+)*\._\w+", re.M)
+    for path in sorted((ROOT / "benchmarks").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert not private.search(text), (path.name, private.search(text).group(0))
+
+
 def test_no_benchmark_copies_the_shared_pieces():
     """The paper's figures, the timing helpers and the machine header live in the
     experiments layer only."""

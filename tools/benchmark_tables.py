@@ -1,7 +1,7 @@
 """Regenerate the tables of ``benchmarks/README.md`` from the benchmarks' JSON results.
 
 Each benchmark script writes ``benchmarks/out/<script>.json`` (numbers, settings, the
-machine and the date: :func:`sklearn_orfit.cli._experiments.write_results`). A table of the
+machine and the date: :func:`sklearn_orfit.utils.benchmarking.write_results`). A table of the
 README generated from such a file stands between marker comments::
 
     <!-- table:stability -->

@@ -154,6 +154,74 @@ def _regrets(Ps, Ys, Ys_pred, *, loss, gradient):
     return regrets
 
 
+def aggregate_expert_predictions(predictions, y, *, method="boa", loss="squared", gradient=True,
+                                 learning_rate=None, delay=0, sample_weight=None, loss_scale=1.0):
+    """The aggregation rule of :class:`AggregatingRegressor` over stored predictions.
+
+    Runs the weight recursion of a fresh aggregate over experts' prequential predictions
+    made elsewhere (for example an aggregate's ``predictions_history_``): row ``i`` is
+    predicted with weights from the losses of rows before it only. With the same
+    predictions, targets and ``loss_scale`` (the estimator's ``loss_scale_``), it gives
+    the estimator's predictions; with another ``method`` or ``learning_rate`` it shows
+    what that rule would have done on the same experts, without running them again.
+
+    Parameters
+    ----------
+    predictions : array-like of shape (n_samples, n_experts) or (n_samples, n_experts, n_targets)
+        The experts' prequential predictions, in stream order.
+    y : array-like of shape (n_samples,) or (n_samples, n_targets)
+        The targets.
+    method, loss, gradient, learning_rate :
+        As :class:`AggregatingRegressor`'s parameters.
+    delay : int, default=0
+        Row ``i``'s weights use the losses of rows ``< i − delay``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Multiplies each row's loss.
+    loss_scale : float, default=1.0
+        The losses are computed on ``predictions / loss_scale`` and ``y / loss_scale``.
+
+    Returns
+    -------
+    y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
+        The aggregate's predictions (the shape of ``y``).
+    weights : ndarray of shape (n_samples, n_experts)
+        The mixture used for each row.
+
+    Notes
+    -----
+    ``O(n_experts)`` a row and target. See :class:`AggregatingRegressor` for the rules.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn_orfit.compose import aggregate_expert_predictions
+    >>> y = np.arange(200.0) % 7
+    >>> P = np.column_stack([y + 0.5, np.zeros(200)])  # a biased and a useless expert
+    >>> y_pred, weights = aggregate_expert_predictions(P, y)
+    >>> weights[-1].round(2)  # BOA on the gradient: the best convex combination
+    array([0.9, 0.1])
+    >>> bool(np.mean((y_pred - y) ** 2) < np.mean((P[:, 0] - y) ** 2))
+    True
+    """
+    P = np.asarray(predictions, dtype=np.float64)
+    Y = np.asarray(y, dtype=np.float64)
+    if P.ndim == 2:
+        P = P[:, :, None]
+    one_target = Y.ndim == 1
+    Y = Y[:, None] if one_target else Y
+    if P.ndim != 3 or Y.ndim != 2 or P.shape[0] != Y.shape[0] or P.shape[2] != Y.shape[1]:
+        raise ValueError(
+            f"predictions of shape {np.shape(predictions)} do not match y of shape {np.shape(y)}: "
+            "expected (n_samples, n_experts[, n_targets]) and (n_samples[, n_targets]).")
+    if not (np.isfinite(P).all() and np.isfinite(Y).all()):
+        raise ValueError("predictions and y must be finite.")
+    sw = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    Y_pred, W = aggregate_predictions(
+        P, Y, state=_new_rule_state(P.shape[1]), method=method, loss=loss, gradient=gradient,
+        learning_rate=learning_rate, delay=int(delay), sample_weight=sw, scale=float(loss_scale))
+    return (Y_pred[:, 0] if one_target else Y_pred), W
+
+
 def aggregate_predictions(P, Y, *, state, method, loss, gradient, learning_rate,
                           delay=0, sample_weight=None, scale=1.0):
     """Run the weight recursion over the rows of one call.
