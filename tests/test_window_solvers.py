@@ -368,3 +368,31 @@ def test_primal_core_condition_is_checked(kind, lam):
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=0.0, block_size=6)
     pred = solver.update(Z, y[:, None], predict=True)
     assert_oracle(pred, Z, y, N, lam, 0.0)
+
+
+def test_solve_shifted_solves_every_shift_of_the_block():
+    # (P + δΣ) x = b for shifts 1 + δ in [1/4, 4] (a block of a ridge with forgetting),
+    # through products with P⁻¹Σ only; δ = 0 is exact after one step
+    from sklearn_orfit.abo._kernels import EPS, solve_shifted
+
+    rng = np.random.default_rng(0)
+    D, nw = 30, 7
+    A = rng.normal(size=(3 * D, D))
+    Sigma = np.diag(rng.uniform(0.1, 2.0, D))
+    P = A.T @ A + Sigma
+    delta = np.array([-0.75, -0.5, -0.1, 0.0, 0.5, 1.5, 3.0])
+    B = rng.normal(size=(D, nw))
+    Pinv = np.linalg.inv(P)
+    x0 = Pinv @ B
+    size = lambda x: np.abs(x[0]).max(axis=0)  # noqa: E731
+    (x,), ok = solve_shifted(lambda x: [Pinv @ (Sigma @ x[0])], [x0], [delta[None, :]], size)
+    assert ok.all()
+    for w in range(nw):
+        exact = np.linalg.solve(P + delta[w] * Sigma, B[:, w])
+        kappa = np.linalg.cond(P + delta[w] * Sigma)
+        assert np.abs(x[:, w] - exact).max() <= 100 * EPS * kappa * np.abs(exact).max()
+    np.testing.assert_allclose(x[:, 3], x0[:, 3], rtol=1e-15)  # δ = 0: x = P⁻¹b
+    # too few steps for the widest shifts: reported, not returned as converged
+    (_,), ok = solve_shifted(lambda x: [Pinv @ (Sigma @ x[0])], [x0], [delta[None, :]], size,
+                             max_steps=3)
+    assert not ok[0] and not ok[-1] and ok[3]

@@ -33,9 +33,9 @@ import numpy as np
 from scipy.linalg import lapack
 
 from ._window import normalise_rows
-from ._kernels import GRAM_KAPPA_MAX, lstsq_cutoff, solve_stack
+from ._kernels import GRAM_KAPPA_MAX, lstsq_cutoff, solve_shifted, solve_stack
 from ._window_solvers import (
-    FAST, MAX_STEPS, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
+    FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
     forgetting_block_size,
 )
 
@@ -362,14 +362,10 @@ class DualSolver(CoreBlockSolver):
 
         ``P`` is a window's matrix with the block's reference shifts ``Σ`` (what the
         blocks solve: ``S`` its periphery's Schur complements, ``a`` = ``(P⁻¹ỹ)_I``),
-        ``δ_w`` from :meth:`_DualBlock.delta`. With ``x₀ = P⁻¹ỹ``::
-
-            x ← (1 − ω) x + ω (x₀ − δ P⁻¹(Σ x)),     ω = 2 / (2 + δ)
-
-        Its fixed point is the solution (``P x + δΣx = ỹ``); since ``P⁻¹Σ`` has its
-        eigenvalues in ``[0, 1]``, it contracts by ``|δ|/(2 + δ) ≤ 1/7`` a step
-        (``SHIFT_SPREAD``). A step is two triangular solves with the core factor
-        and one product with each window's ``S⁻¹``, for all the windows together.
+        ``δ_w`` from :meth:`_DualBlock.delta`. With ``x₀ = P⁻¹ỹ``, ``(I + δ P⁻¹Σ) x = x₀``
+        by :func:`~._kernels.solve_shifted` (Chebyshev; ``P⁻¹Σ`` has its eigenvalues in
+        ``[0, 1]``). A step is two triangular solves with the core factor and one product
+        with each window's ``S⁻¹``, for all the windows together.
 
         Returns ``x`` as ``(x_A, x_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and
         which windows converged (to ``4 eps`` of ``max|x|``).
@@ -396,27 +392,18 @@ class DualSolver(CoreBlockSolver):
         # x₀ = P⁻¹ỹ:  x_I = a,  x_A = K_AA⁻¹ỹ_A − X_I a
         x0I = a * vm
         x0A = np.tile(blk.a_y, nw) - blk.X @ scatter(x0I)
-        dA = np.repeat(delta, c)[None, :]
-        dI = delta[:, None, None]
-        wA, wI = 2.0 / (2.0 + dA), 2.0 / (2.0 + dI)
         sA = blk.shift_A[:, None]
         sI = blk.shiftP[idx][:, :, None] * vm
-        xA, xI = x0A, x0I
-        ok = np.zeros(nw, dtype=bool)
-        for _ in range(MAX_STEPS):
-            yA, yI = p_inv(sA * xA, sI * xI)
-            nA_ = (1.0 - wA) * xA + wA * (x0A - dA * yA)
-            nI_ = (1.0 - wI) * xI + wI * (x0I - dI * yI)
-            change = np.maximum(
-                np.abs(nA_ - xA).reshape(nA, nw, c).max(axis=(0, 2), initial=0.0),
-                np.abs(nI_ - xI).max(axis=(1, 2), initial=0.0))
-            size = np.maximum(
-                np.abs(nA_).reshape(nA, nw, c).max(axis=(0, 2), initial=0.0),
-                np.abs(nI_).max(axis=(1, 2), initial=0.0))
-            xA, xI = nA_, nI_
-            ok = change <= 4 * _EPS * size
-            if ok.all():
-                break
+
+        def apply_M(x):  # P⁻¹(Σx)
+            return list(p_inv(sA * x[0], sI * x[1]))
+
+        def size(x):
+            return np.maximum(np.abs(x[0]).reshape(nA, nw, c).max(axis=(0, 2), initial=0.0),
+                              np.abs(x[1]).max(axis=(1, 2), initial=0.0))
+
+        (xA, xI), ok = solve_shifted(apply_M, [x0A, x0I],
+                                     [np.repeat(delta, c)[None, :], delta[:, None, None]], size)
         return (np.moveaxis(xA.reshape(nA, nw, c), 1, 0), xI), ok
 
     def _refine_windows(self, blk, idx, valid, a_P, new, seg):

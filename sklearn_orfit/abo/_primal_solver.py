@@ -27,9 +27,9 @@ ill-conditioned for the normal equations (condition estimate above
 import numpy as np
 from scipy.linalg import lapack
 
-from ._kernels import EPS, GRAM_KAPPA_MAX, probes, solve_stack
+from ._kernels import GRAM_KAPPA_MAX, probes, solve_shifted, solve_stack
 from ._window_solvers import (
-    FAST, MAX_STEPS, ORTHOGONAL, CoreBlockSolver, ReferenceWindow, _principal_blocks,
+    FAST, ORTHOGONAL, CoreBlockSolver, ReferenceWindow, _principal_blocks,
     forgetting_block_size,
 )
 
@@ -363,13 +363,10 @@ class PrimalSolver(CoreBlockSolver):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = b`` for the windows ``w``.
 
         In the block's scaled coordinates (``x = dβ``), ``P`` a window's normal matrix
-        with the reference ridge, ``Σ`` that ridge, ``x₀ = P⁻¹b`` its fast solution::
-
-            x ← (1 − ω) x + ω (x₀ − δ P⁻¹(Σ x)),     ω = 2 / (2 + δ)
-
-        (``P⁻¹Σ`` has its eigenvalues in ``[0, 1]``: it contracts by ``|δ|/(2 + δ)`` a
-        step). Iterated on ``X = Lᵀx`` (then ``ŷ/s = r_newᵀX``): a step is two triangular
-        solves with the core factor and one product with each window's ``C⁻¹``.
+        with the reference ridge, ``Σ`` that ridge, ``x₀ = P⁻¹b`` its fast solution:
+        ``(I + δ P⁻¹Σ) x = x₀`` by :func:`~._kernels.solve_shifted` (Chebyshev).
+        Iterated on ``X = Lᵀx`` (then ``ŷ/s = r_newᵀX``): a step is two triangular solves
+        with the core factor and one product with each window's ``C⁻¹``.
 
         Returns ``X`` of shape ``(D, nw, c)`` and which windows converged.
         """
@@ -385,23 +382,18 @@ class PrimalSolver(CoreBlockSolver):
         Cinv = np.linalg.inv(C) if nw else C  # C = I + ν T ν ⪰ I
         # X₀ = Lᵀx₀ = h_I − R_I ν C⁻¹ ν R_Iᵀ h_I,  h_I = h_A + R_I (w s y)_I
         X0 = np.tile(blk.h, nw) + blk.R @ scatter(wy - nu[:, :, None] * m_y)
-        dX = np.repeat(delta, c)[None, :]
-        omega = 2.0 / (2.0 + dX)
         ridge = blk.ridge[:, None]
-        X = X0
-        ok = np.zeros(nw, dtype=bool)
-        for _ in range(MAX_STEPS):
-            # Y = Lᵀ P⁻¹(Σx):  u = L⁻¹ Σ L⁻ᵀ X,  Y = u − R_I ν C⁻¹ ν R_Iᵀ u
-            u = blk._fwd(ridge * lapack.dtrtrs(blk.L, X, lower=1, trans=1)[0])
+
+        def apply_M(x):
+            # Lᵀ P⁻¹(Σx):  u = L⁻¹ Σ L⁻ᵀ X,  Y = u − R_I ν C⁻¹ ν R_Iᵀ u
+            u = blk._fwd(ridge * lapack.dtrtrs(blk.L, x[0], lower=1, trans=1)[0])
             t = (blk.R.T @ u).reshape(P, nw, c)[idx, w_of] * nu[:, :, None]
-            Y = u - blk.R @ scatter(nu[:, :, None] * (Cinv @ t))
-            new = (1.0 - omega) * X + omega * (X0 - dX * Y)
-            change = np.abs(new - X).reshape(D, nw, c).max(axis=(0, 2), initial=0.0)
-            size = np.abs(new).reshape(D, nw, c).max(axis=(0, 2), initial=0.0)
-            X = new
-            ok = change <= 4 * EPS * size
-            if ok.all():
-                break
+            return [u - blk.R @ scatter(nu[:, :, None] * (Cinv @ t))]
+
+        def size(x):
+            return np.abs(x[0]).reshape(D, nw, c).max(axis=(0, 2), initial=0.0)
+
+        (X,), ok = solve_shifted(apply_M, [X0], [np.repeat(delta, c)[None, :]], size)
         return X.reshape(D, nw, c), ok
 
     def _coef(self, blk, nu_m):

@@ -69,16 +69,17 @@ class QREWRLSRegressor(
           - ``D ≥ N``: the dual route — a Cholesky factor of the rows that stay in the
             window for a block of rows, and a small Schur complement for the others;
           - ``D < N``: the dual route while the window has at most ``D`` non-zero rows
-            (the fill phase), then the primal route — a Cholesky factor of the weighted
-            normal equations of those rows (their Gram matrix carried from block to
-            block), and Woodbury's identity for the others.
+            (the fill phase, or a window of many zero weights), the primal route while
+            it has more — a Cholesky factor of the weighted normal equations of those
+            rows (their Gram matrix carried from block to block), and Woodbury's
+            identity for the others.
 
           Zero rows and zero-weight rows carry nothing and are decoupled (they keep
           their window slot). A ridge together with forgetting does not scale with the
           weights: the block's factor then has the ridge of its middle window, and each
-          window's system, which differs from it by one scalar, is solved by a short
-          iteration against that factor (blocks are kept short enough that it contracts
-          by at least ``1/7`` a step).
+          window's system, which differs from it by one scalar, is solved by Chebyshev's
+          iteration against that factor (blocks are kept short enough that its error
+          falls by at least a factor 3 a step).
 
           A window whose Gram matrix is worse conditioned than ``1e6``
           (``κ(W½Z) ≳ 1e3``), or that is rank deficient, goes to the orthogonal route: an
@@ -137,8 +138,9 @@ class QREWRLSRegressor(
       equations (``D² + D³/b`` a row), recomputed from the window every ``N`` rows;
       memory: the window and ``O(D²)``.
     * windows of up to 32 rows: ``O(N³)`` (``D ≥ N``) or ``O(N·D² + D³)`` per window.
-    * a ridge with forgetting: blocks of at most ``2 ln 1.25 / −ln λ`` rows, and per row
-      about ten steps of the iteration, each two triangular solves with the core factor
+    * a ridge with forgetting: blocks of at most ``2 ln 4 / −ln λ`` rows, and per block
+      of windows at most about 33 steps of the iteration, each two triangular solves with
+      the core factor
       (``2N²`` dual, ``2D²`` primal) and ``O(N·b)`` for the periphery.
 
     The measured costs against the window length are in the benchmarks

@@ -20,18 +20,17 @@ from scipy.linalg import lapack, qr, qr_delete, qr_insert, solve_triangular
 from ._kernels import EPS, lstsq_cutoff, lstsq_stack, pinv_factors, probes, svd
 from ._window import WindowBuffer, normalise_rows
 
-__all__ = ["MAX_STEPS", "CoreBlockSolver", "ReferenceWindow", "SlidingQR", "forgetting_block_size"]
+__all__ = ["CoreBlockSolver", "ReferenceWindow", "SlidingQR", "forgetting_block_size"]
 
 #: a ridge with forgetting: a block's windows have shifts within a factor of this of those
-#: of its reference window (the iteration then contracts by at least 1/7 a step)
-SHIFT_SPREAD = 1.25
-#: the iteration's steps before a window is sent to the orthogonal route
-MAX_STEPS = 60
+#: of its reference window (Chebyshev's iteration then gains at least a factor 3 a step,
+#: see :func:`._kernels.solve_shifted`)
+SHIFT_SPREAD = 4.0
 
 
 def forgetting_block_size(forgetting_factor):
     """The longest block whose windows' shifts stay within :data:`SHIFT_SPREAD` of its
-    middle window's: ``λ^-(b/2) ≤ 1.25``."""
+    middle window's: ``λ^-(b/2) ≤ SHIFT_SPREAD``."""
     return int(max(1, 2.0 * np.log(SHIFT_SPREAD) / -np.log(forgetting_factor)))
 
 
