@@ -211,6 +211,63 @@ def test_interrupt_after_the_switch_to_the_primal_route_changes_nothing(exc, mon
     assert np.array_equal(prequential_predict(reg, Z[30:], y[30:]), prequential_predict(ref, Z[30:], y[30:]))
 
 
+def _back_and_forth_stream():
+    # D = 40, N = 60: full rows (primal route), then a stretch of zero weights that leaves
+    # the window with fewer than D − D/16 non-zero rows (back to the dual route), then
+    # full rows again
+    rng = np.random.default_rng(11)
+    Z, y = rng.normal(size=(240, 40)), rng.normal(size=240)
+    sw = np.ones(240)
+    sw[100:130] = 0.0
+    return Z, y, sw
+
+
+@pytest.mark.parametrize("cut", [95, 118, 125, 160])
+def test_switch_back_to_the_dual_route_pickled_anywhere_continues_the_stream(cut, tmp_path):
+    import pickle
+
+    import joblib
+
+    Z, y, sw = _back_and_forth_stream()
+    reg = QREWRLSRegressor(60, forgetting_factor=0.97, alpha=1e-2)
+    prequential_predict(reg, Z[:cut], y[:cut], sample_weight=sw[:cut])
+    joblib.dump(reg, tmp_path / "m.joblib")
+    copies = [pickle.loads(pickle.dumps(reg)), joblib.load(tmp_path / "m.joblib", mmap_mode="r")]
+    straight = prequential_predict(reg, Z[cut:], y[cut:], sample_weight=sw[cut:])
+    assert reg._solver.n_switches >= 3  # primal, dual, primal
+    for other in copies:
+        assert np.array_equal(prequential_predict(other, Z[cut:], y[cut:], sample_weight=sw[cut:]), straight)
+        assert np.array_equal(other.coef_, reg.coef_)
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, RuntimeError])
+def test_interrupt_after_the_switch_back_to_the_dual_route_changes_nothing(exc, monkeypatch):
+    # a call that crosses the primal → dual switch and fails on the dual side leaves the
+    # estimator on the primal route with its state, as before the call
+    from sklearn_orfit.abo._dual_solver import DualSolver
+
+    Z, y, sw = _back_and_forth_stream()
+    make = lambda: QREWRLSRegressor(60)  # noqa: E731
+    reg, ref = make(), make()
+    for est in (reg, ref):
+        prequential_predict(est, Z[:100], y[:100], sample_weight=sw[:100])
+    assert reg._solver.primal
+    coef = reg.coef_.copy()
+
+    def failing(self, *args, **kwargs):
+        raise exc("interrupted")
+
+    original = DualSolver.update
+    monkeypatch.setattr(DualSolver, "update", failing)
+    with pytest.raises(exc):
+        prequential_predict(reg, Z[100:150], y[100:150], sample_weight=sw[100:150])
+    monkeypatch.setattr(DualSolver, "update", original)
+    assert np.array_equal(reg.coef_, coef) and reg.n_samples_seen_ == 100
+    assert reg._solver.primal
+    assert np.array_equal(prequential_predict(reg, Z[100:], y[100:], sample_weight=sw[100:]),
+                          prequential_predict(ref, Z[100:], y[100:], sample_weight=sw[100:]))
+
+
 @pytest.mark.parametrize("lam, alpha", [(1.0, 0.0), (0.97, 0.1)])
 @pytest.mark.parametrize("kind", ["mixed_scales", "zero_weights", "constant_start"])
 def test_few_features_long_window(kind, lam, alpha):
