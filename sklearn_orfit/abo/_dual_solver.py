@@ -33,7 +33,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from ._window import normalise_rows
-from ._kernels import GRAM_KAPPA_MAX, lstsq_cutoff, solve_shifted, solve_stack
+from ._kernels import GRAM_KAPPA_MAX, cholesky, lstsq_cutoff, solve_shifted, solve_stack
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
     forgetting_block_size,
@@ -122,13 +122,9 @@ class _DualBlock(ReferenceWindow):
         self.core_ok = True
         self.L = np.zeros((0, 0), order="F")
         if nA:
-            anorm = np.abs(K).sum(axis=0).max()
-            L, info = lapack.dpotrf(K, lower=1, clean=1, overwrite_a=1)
-            rcond, info2 = lapack.dpocon(L, anorm, uplo="L") if info == 0 else (0.0, 1)
             # the core only has to be factorisable; each window's own condition estimate
             # (which includes the core through K̂_AA⁻¹v_A) decides its route
-            self.core_ok = info == 0 and info2 == 0 and rcond > 1e3 * _EPS
-            self.L = np.asfortranarray(L)
+            self.L, self.core_ok = cholesky(K, kappa_max=1.0 / (1e3 * _EPS))
         self.vA = _probe_values(nA, 0)
         ytil = buf.Y[self.slots_A] * (_inv_or_zero(buf.s[self.slots_A]) * self.rd_A)[:, None]
         self.u = self._fwd(ytil)  # u_A = L_A⁻¹ ỹ_A

@@ -5,6 +5,8 @@
 * :func:`solve_normal_stack` — a stack of symmetric positive (semi)definite systems with
   a condition estimate (Gram matrices square the condition number: callers send a window
   whose estimate exceeds :data:`GRAM_KAPPA_MAX` to the orthogonal route);
+* :func:`cholesky` — the factor of a block's core (one symmetric positive definite
+  matrix) with LAPACK's condition estimate;
 * :func:`probes` — the fixed probe vectors of the condition estimates;
 * :func:`svd` — singular value decomposition of a stack, LAPACK ``gesdd`` with ``gesvd``
   where ``gesdd`` does not converge;
@@ -18,11 +20,13 @@
 """
 
 import numpy as np
+from scipy.linalg import lapack
 from scipy.linalg import svd as _scipy_svd
 
 __all__ = [
     "EPS",
     "GRAM_KAPPA_MAX",
+    "cholesky",
     "lstsq_cutoff",
     "lstsq_stack",
     "pinv_factors",
@@ -159,6 +163,28 @@ def solve_normal_stack(S, B, pad=None, jacobi=True):
         kappa = kappa_hat * spread
     kappa = np.where(np.isfinite(kappa) & ~singular, kappa, np.inf)
     return X, kappa
+
+
+def cholesky(S, *, kappa_max):
+    """Lower Cholesky factor of the symmetric positive definite ``S`` and whether it is
+    usable.
+
+    ``S = L Lᵀ`` by LAPACK ``dpotrf`` (``S`` may be overwritten); usable when the
+    factorisation succeeds and LAPACK's estimate of the 1-norm condition number
+    (``dpocon``, from ``‖S‖₁`` taken before the factorisation) is at most ``kappa_max``.
+
+    Returns
+    -------
+    L : ndarray of shape (m, m), Fortran order
+    ok : bool
+    """
+    anorm = np.abs(S).sum(axis=0).max() if S.size else 0.0
+    L, info = lapack.dpotrf(S, lower=1, clean=1, overwrite_a=1)
+    L = np.asfortranarray(L)
+    if info != 0:
+        return L, False
+    rcond, info2 = lapack.dpocon(L, anorm, uplo="L")
+    return L, bool(info2 == 0 and rcond * kappa_max >= 1.0)
 
 
 _PROBES = {}

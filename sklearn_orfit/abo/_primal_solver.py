@@ -27,7 +27,7 @@ ill-conditioned for the normal equations (condition estimate above
 import numpy as np
 from scipy.linalg import lapack
 
-from ._kernels import GRAM_KAPPA_MAX, probes, solve_shifted, solve_stack
+from ._kernels import GRAM_KAPPA_MAX, cholesky, probes, solve_shifted, solve_stack
 from ._window_solvers import (
     FAST, ORTHOGONAL, CoreBlockSolver, ReferenceWindow, _principal_blocks,
     forgetting_block_size,
@@ -99,14 +99,10 @@ class _PrimalBlock(ReferenceWindow):
         S /= d[:, None]
         S /= d[None, :]
         self.nSA = float(np.sqrt(np.einsum("ij,ij->", S, S)))
-        L, info = lapack.dpotrf(S, lower=1, clean=1, overwrite_a=1)
         # the core itself must be well conditioned (its factor is what every window's
         # solve and condition probe go through): LAPACK's 1-norm estimate, allowed the
         # factor D by which κ₁ may exceed κ₂, against GRAM_KAPPA_MAX
-        anorm = np.abs(S).sum(axis=0).max() if info == 0 else 0.0
-        rcond, info2 = lapack.dpocon(L, anorm, uplo="L") if info == 0 else (0.0, 1)
-        self.core_ok = bool(info == 0 and info2 == 0 and rcond * GRAM_KAPPA_MAX * S.shape[0] >= 1.0)
-        self.L = np.asfortranarray(L)
+        self.L, self.core_ok = cholesky(S, kappa_max=GRAM_KAPPA_MAX * S.shape[0])
         # h_A = L_A⁻¹ (b_A/d),  b_A = Σ_A w s y ẑ (relative to c0)
         # b_A = Σ_A w s y ẑ = (the window's, carried) − (the old periphery rows')
         Zo, so, ao = self.old_rows
