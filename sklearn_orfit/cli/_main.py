@@ -38,6 +38,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 import warnings
 
 import numpy as np
@@ -242,6 +243,11 @@ def build_parser():
     o.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="address of a running dask scheduler (e.g. tcp://10.0.0.5:8786), "
                    "for --backend dask (implied)")
+    o.add_argument("--timeout", type=_float_in(0.0), default=None, metavar="SECONDS",
+                   help="with --backend dask: stop the run with an error when the "
+                   "cluster has had no worker, or its scheduler has not answered, for "
+                   f"SECONDS (default {_DASK_TIMEOUT:g}); a run whose workers are all "
+                   "lost would otherwise wait for new ones for ever")
     o.add_argument("--threads", type=_int_at_least(1), default=1,
                    help="BLAS threads per series (default 1: the updates are small matrix "
                    "products, which more threads slow down, badly so on a busy machine)")
@@ -1104,6 +1110,9 @@ def _workers(args):
         if backend not in (None, "dask"):
             raise CLIError(f"--scheduler is for --backend dask, not --backend {backend}")
         backend = "dask"
+    if backend != "dask" and getattr(args, "timeout", None) is not None:
+        raise CLIError("--timeout is for --backend dask (the joblib backends on this "
+                       "machine do not lose their workers)")
     if backend is None:
         yield
         return
@@ -1122,15 +1131,19 @@ def _workers(args):
         raise CLIError("--backend dask needs the optional packages dask and distributed "
                        "(pip install 'dask[distributed]')") from None
     client = _dask_client(distributed, args.scheduler)
+    args._dask_client = client  # for _run_tasks' watch on the cluster
     try:
         with joblib.parallel_config(backend="dask", client=client):
             yield
     finally:
+        args._dask_client = None
         with contextlib.suppress(Exception):
-            client.close()
+            client.close(timeout=_SCHEDULER_TIMEOUT)
 
 
 _SCHEDULER_TIMEOUT = 5  # seconds
+_DASK_TIMEOUT = 60  # seconds without a worker before a dask run is stopped (--timeout)
+_DASK_POLL = 1.0  # seconds between two looks at the cluster
 
 
 def _dask_client(distributed, address):
@@ -1184,6 +1197,66 @@ def _dask_client(distributed, address):
     raise CLIError(f"{unreachable}: {detail}")
 
 
+def _cluster_size(client, wait):
+    """The number of workers the dask scheduler has, or ``None`` when it does not answer
+    within ``wait`` seconds."""
+    try:
+        info = client.sync(client.scheduler.identity, n_workers=0, callback_timeout=wait)
+        return int(info["n_workers"])
+    except Exception:  # lost connection, timeout, closed client: no answer
+        return None
+
+
+def _on_dask(run, client, address, timeout):
+    """``run()`` (joblib calls on the dask ``client``), stopped with a one-line error
+    when the cluster has had no worker, or the scheduler has not answered, for
+    ``timeout`` seconds.
+
+    Without this, a run whose workers are all lost waits for ever: the scheduler keeps
+    the tasks for workers that may join later. ``run`` goes in a daemon thread (with the
+    dask backend, which joblib configures per thread); this thread looks at the cluster
+    every ``_DASK_POLL`` seconds. A stopped run's thread is left to end when the client
+    closes (its tasks are cancelled then).
+    """
+    import joblib
+
+    box = {}
+
+    def target():
+        try:
+            with joblib.parallel_config(backend="dask", client=client):
+                box["result"] = run()
+        except BaseException as exc:  # re-raised in the calling thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="sklearn-orfit-dask-run", daemon=True)
+    thread.start()
+    clock = time.monotonic
+    last_seen = clock()  # a worker or, below, an answer
+    while True:
+        thread.join(_DASK_POLL)
+        if not thread.is_alive():
+            break
+        n_workers = _cluster_size(client, min(timeout, _SCHEDULER_TIMEOUT))
+        if thread.is_alive() and n_workers:
+            last_seen = clock()
+        elif thread.is_alive() and clock() - last_seen >= timeout:
+            what = ("has had no worker" if n_workers == 0 else
+                    "has not answered (the scheduler is lost?)")
+            raise CLIError(
+                f"the dask cluster at {address} {what} for {timeout:g} s (--timeout): "
+                "the run is stopped unfinished, nothing was written; start workers (or "
+                "the scheduler) and run again, or give a larger --timeout")
+    if "error" in box:
+        exc = box["error"]
+        if type(exc).__name__ == "KilledWorker" or \
+                type(exc).__module__.startswith("distributed"):
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise CLIError(f"the dask run on {address} failed: {detail}") from None
+        raise exc
+    return box["result"]
+
+
 def _warning_text(w):
     return f"{w.category.__name__}: {str(w.message).splitlines()[0]}"
 
@@ -1204,14 +1277,21 @@ def _run_tasks(tasks, args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if sequential:
-            outcomes = [_forecast_task(t) for t in tasks]
+            def run():
+                return [_forecast_task(t) for t in tasks]
         else:
             import joblib
 
             n_jobs = args.n_jobs if args.n_jobs is not None else (
                 -1 if (args.backend == "dask" or args.scheduler) else None)
-            outcomes = joblib.Parallel(n_jobs=n_jobs)(
-                joblib.delayed(_forecast_task)(t) for t in tasks)
+
+            def run():
+                return joblib.Parallel(n_jobs=n_jobs)(
+                    joblib.delayed(_forecast_task)(t) for t in tasks)
+        client = getattr(args, "_dask_client", None)  # an ensemble alone uses it too
+        timeout = _DASK_TIMEOUT if getattr(args, "timeout", None) is None else args.timeout
+        outcomes = (run() if client is None else
+                    _on_dask(run, client, args.scheduler, timeout))
     n_warn = len(caught) + sum(o[2] for o in outcomes)
     first = _warning_text(caught[0]) if caught else next(
         (o[3] for o in outcomes if o[2]), "")
