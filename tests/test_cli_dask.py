@@ -173,3 +173,63 @@ def test_timeout_needs_dask(tmp_path, capsys):
 def test_timeout_must_be_positive(capsys):
     assert _cli.main(["--timeout", "0"]) == 2
     assert "--timeout: must be in (0.0, inf]" in capsys.readouterr().err
+
+
+def test_scheduler_killed_mid_run_is_one_line(tmp_path, capfd):
+    """The scheduler lost mid-run: exit status 2 and one line on stderr (distributed's
+    client logged the lost connection's traceback there)."""
+    import socket
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    n = 3000
+    times = np.datetime64("2024-01-01T00:00") + np.arange(n) * np.timedelta64(1, "h")
+    write_csv(tmp_path / "long.csv", make_columns(n), times=times)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", str(port), "--dashboard-address", ":0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs = [scheduler]
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # the scheduler listening
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the scheduler did not start"
+                time.sleep(0.1)
+        procs += _worker_processes(address, 2)
+        with distributed.Client(address, timeout=30) as client:
+            client.wait_for_workers(2, timeout=60)
+        capfd.readouterr()
+
+        def kill_when_running():
+            time.sleep(1.5)  # the series are being computed (a run takes several s)
+            scheduler.kill()
+
+        threading.Thread(target=kill_when_running, daemon=True).start()
+        outcome = {}
+        argv = ["--csv", tmp_path / "long.csv", "--column", "all", "--n-components", 256,
+                "--window-size", 50, "--n-lags", 4, "--quiet", "--no-save",
+                "--scheduler", address, "--timeout", 5]
+        run = threading.Thread(target=lambda: outcome.update(
+            status=_cli.main([str(a) for a in argv])), daemon=True)
+        run.start()
+        run.join(60)
+        assert not run.is_alive(), "the run did not return within 60 s"
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    out, err = capfd.readouterr()
+    assert outcome["status"] == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sklearn-orfit: error: "), err
+    assert address in lines[0] and "Traceback" not in err

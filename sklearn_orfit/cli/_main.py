@@ -30,6 +30,7 @@ import csv
 import dataclasses
 import io
 import json
+import logging
 import math
 import os
 import pickle
@@ -180,7 +181,8 @@ def build_parser():
                      "(see --sort-time); missing steps are reported in a note")
     src.add_argument("--date-order", choices=("month-first", "day-first"), default=None,
                      help="how to read a/b/YYYY dates (MM/DD/YYYY or DD/MM/YYYY) when every "
-                     "value fits both (an error otherwise names the two readings)")
+                     "value fits both (without it, such a column is an error naming the "
+                     "two readings of a value)")
     src.add_argument("--sort-time", action="store_true",
                      help="sort the rows by their time stamps (a stable sort) instead of "
                      "refusing rows out of time order; of rows sharing a time stamp the "
@@ -261,10 +263,11 @@ def build_parser():
                    help="address of a running dask scheduler (e.g. tcp://10.0.0.5:8786), "
                    "for --backend dask (implied)")
     o.add_argument("--timeout", type=_float_in(0.0), default=None, metavar="SECONDS",
-                   help="with --backend dask: stop the run with an error when the "
-                   "cluster has had no worker, or its scheduler has not answered, for "
-                   f"SECONDS (default {_DASK_TIMEOUT:g}); a run whose workers are all "
-                   "lost would otherwise wait for new ones for ever")
+                   help="with --backend dask: stop the run with an error (exit status "
+                   "2) when the cluster has had no worker, or its scheduler has not "
+                   f"answered, for SECONDS (default {_DASK_TIMEOUT:g}; looked at once a "
+                   "second); a run whose workers are all lost would otherwise wait for "
+                   "new ones for ever")
     o.add_argument("--threads", type=_int_at_least(1), default=1,
                    help="BLAS threads per series (default 1: the updates are small matrix "
                    "products, which more threads slow down, badly so on a busy machine)")
@@ -1231,6 +1234,10 @@ def _workers(args):
                        "(pip install 'dask[distributed]')") from None
     client = _dask_client(distributed, args.scheduler)
     args._dask_client = client  # for _run_tasks' watch on the cluster
+    # a lost scheduler or worker makes distributed log tracebacks on stderr: the run
+    # reports the loss in one line instead
+    logging_was = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
     try:
         with joblib.parallel_config(backend="dask", client=client):
             yield
@@ -1238,6 +1245,7 @@ def _workers(args):
         args._dask_client = None
         with contextlib.suppress(Exception):
             client.close(timeout=_SCHEDULER_TIMEOUT)
+        logging.disable(logging_was)
 
 
 _SCHEDULER_TIMEOUT = 5  # seconds

@@ -205,54 +205,71 @@ def parse_time_column(cells, *, name, lines=None, date_order=None, numbers=False
     n = len(cells)
     if n == 0:
         raise TimeStampError(f"{what} has no time stamps (no rows)")
-    families = [cell_format(c, numbers=numbers) for c in cells]
-    for i, family in enumerate(families):
+    kinds = {"year": "iso"}
+    first = first_kind = None
+    for i, cell in enumerate(cells):
+        family = cell_format(cell, numbers=numbers)
         if family is None:
             raise TimeStampError(f"{what} does not hold time stamps: {_at(lines, i)} has "
-                                 f"{cells[i]!r} ({HINT})")
-    kinds = {"year": "iso"}
-    first = kinds.get(families[0], families[0])
-    for i, family in enumerate(families):
-        if kinds.get(family, family) != first:
+                                 f"{cell!r} ({HINT})")
+        if first is None:
+            first, first_kind = family, kinds.get(family, family)
+        elif kinds.get(family, family) != first_kind:
             raise TimeStampError(
                 f"{what} mixes time stamp formats: {_at(lines, 0)} has {cells[0]!r} "
-                f"({_NAMES[families[0]]}), {_at(lines, i)} has {cells[i]!r} "
-                f"({_NAMES[family]}); one format per column")
-    if first == "epoch":
+                f"({_NAMES[first]}), {_at(lines, i)} has {cell!r} ({_NAMES[family]}); one "
+                "format per column")
+    if first_kind == "epoch":
         return _epoch(cells, what, lines), {"format": "epoch seconds", "utc": True}
-    if first == "iso":
+    if first_kind == "iso":
         return _iso(cells, what, lines)
-    pattern = {"slash": _SLASH, "ymd": _YMD, "dot": _DOT}[first]
-    matches = [pattern.fullmatch(c) for c in cells]
-    parts = [(int(m.group("y")), int(m.group("a")), int(m.group("b"))) for m in matches]
-    if first == "slash":
+    pattern = {"slash": _SLASH, "ymd": _YMD, "dot": _DOT}[first_kind]
+    parts = np.empty((n, 3), dtype=np.int32)  # year, a, b: 12 bytes a value
+    for i, cell in enumerate(cells):
+        m = pattern.fullmatch(cell)
+        parts[i] = int(m.group("y")), int(m.group("a")), int(m.group("b"))
+    if first_kind == "slash":
         order = date_order or _date_order(parts, cells, what, lines)
         fmt = _ORDERS[order]
     else:
-        order, fmt = ("month-first", "YYYY/MM/DD") if first == "ymd" else \
+        order, fmt = ("month-first", "YYYY/MM/DD") if first_kind == "ymd" else \
             ("day-first", "DD.MM.YYYY")
     out = []
-    for i, ((y, a, b), match) in enumerate(zip(parts, matches)):
+    for i, cell in enumerate(cells):
+        y, a, b = (int(x) for x in parts[i])
         m, d = (a, b) if order == "month-first" else (b, a)
-        clock = _clock(match)
+        clock = _clock(pattern.fullmatch(cell))
         stamp = (_stamp(f"{y:04d}-{m:02d}-{d:02d}{clock}")
                  if _valid(y, m, d) and clock is not None else None)
         if stamp is None:
             raise TimeStampError(f"{what} ({fmt}) has an impossible date or time: "
-                                 f"{_at(lines, i)} has {cells[i]!r}")
+                                 f"{_at(lines, i)} has {cell!r}")
         out.append(stamp)
     return np.array(out), {"format": fmt, "utc": False}
 
 
+def _valid_dates(y, m, d):
+    """Whether each (year, month, day) is a date (vectorised)."""
+    leap = (y % 4 == 0) & ((y % 100 != 0) | (y % 400 == 0))
+    length = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
+    ok_month = (m >= 1) & (m <= 12)
+    days = length[np.where(ok_month, m, 0)] + (leap & (m == 2))
+    return ok_month & (d >= 1) & (d <= days)
+
+
 def _date_order(parts, cells, what, lines):
     """``"month-first"`` or ``"day-first"``: the order every ``a/b/YYYY`` date fits."""
-    bad_md = next((i for i, (y, a, b) in enumerate(parts) if not _valid(y, a, b)), None)
-    bad_dm = next((i for i, (y, a, b) in enumerate(parts) if not _valid(y, b, a)), None)
+    y, a, b = parts.T
+    bad = np.flatnonzero(~_valid_dates(y, a, b))
+    bad_md = int(bad[0]) if bad.size else None
+    bad = np.flatnonzero(~_valid_dates(y, b, a))
+    bad_dm = int(bad[0]) if bad.size else None
     if bad_md is None and bad_dm is None:
-        differ = next((i for i, (_, a, b) in enumerate(parts) if a != b), None)
-        if differ is None:  # day = month everywhere: both readings are the same
+        differ = np.flatnonzero(a != b)
+        if not differ.size:  # day = month everywhere: both readings are the same
             return "month-first"
-        y, a, b = parts[differ]
+        differ = int(differ[0])
+        y, a, b = (int(x) for x in parts[differ])
         raise TimeStampError(
             f"{what} is ambiguous: every value reads both as MM/DD/YYYY and as "
             f"DD/MM/YYYY, e.g. {_at(lines, differ)} {cells[differ]!r} is "
@@ -269,35 +286,37 @@ def _date_order(parts, cells, what, lines):
 
 
 def _iso(cells, what, lines):
-    matches = [_ISO.fullmatch(c) for c in cells]
-    zoned = [m is not None and m.group("zone") is not None for m in matches]
-    if any(zoned) and not all(zoned):
-        i, j = zoned.index(True), zoned.index(False)
-        raise TimeStampError(
-            f"{what} mixes time stamps with and without a UTC offset ({_at(lines, i)} "
-            f"has {cells[i]!r}, {_at(lines, j)} has {cells[j]!r}): local times cannot be "
-            "put on one time axis with UTC ones; give every stamp its offset, or none")
     out = []
-    for i, (cell, match) in enumerate(zip(cells, matches)):
+    zoned = local = None  # the first cell with an offset, and without
+    for i, cell in enumerate(cells):
+        match = _ISO.fullmatch(cell)
+        zone = None if match is None else match.group("zone")
+        if zone is None and local is None:
+            local = i
+        elif zone is not None and zoned is None:
+            zoned = i
+        if zoned is not None and local is not None:
+            raise TimeStampError(
+                f"{what} mixes time stamps with and without a UTC offset ("
+                f"{_at(lines, zoned)} has {cells[zoned]!r}, {_at(lines, local)} has "
+                f"{cells[local]!r}): local times cannot be put on one time axis with UTC "
+                "ones; give every stamp its offset, or none")
         if match is None:  # a 4-digit year
             stamp = _stamp(cell)
-        elif match.group("zone") is not None:
-            if match.group("time") is None:
-                stamp = None  # an offset needs a time of day
-            else:
-                stamp = _stamp(f"{match.group('date')}T{match.group('time')}"
-                               .replace(",", "."))
-                if stamp is not None:
-                    stamp = stamp - np.timedelta64(_offset(match.group("zone")), "m")
         else:
             time = match.group("time")
-            stamp = _stamp(match.group("date") + ("" if time is None else
-                                                  "T" + time.replace(",", ".")))
+            if zone is not None and time is None:
+                stamp = None  # an offset needs a time of day
+            else:
+                stamp = _stamp(match.group("date") + ("" if time is None else
+                                                      "T" + time.replace(",", ".")))
+            if stamp is not None and zone is not None:
+                stamp = stamp - np.timedelta64(_offset(zone), "m")
         if stamp is None:
             raise TimeStampError(f"{what} (ISO 8601) has an impossible date or time: "
-                                 f"{_at(lines, i)} has {cells[i]!r}")
+                                 f"{_at(lines, i)} has {cell!r}")
         out.append(stamp)
-    return np.array(out), {"format": "ISO 8601", "utc": all(zoned)}
+    return np.array(out), {"format": "ISO 8601", "utc": zoned is not None}
 
 
 def _epoch(cells, what, lines):
