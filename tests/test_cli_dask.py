@@ -233,3 +233,27 @@ def test_scheduler_killed_mid_run_is_one_line(tmp_path, capfd):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("sklearn-orfit: error: "), err
     assert address in lines[0] and "Traceback" not in err
+
+
+def test_a_run_the_cluster_does_not_compute_is_not_stopped(tmp_path, capsys,
+                                                           monkeypatch):
+    """One series (not an ensemble) is computed in this process: a cluster without
+    workers does not stop it, however short --timeout."""
+    import time
+
+    monkeypatch.setattr(_cli, "_DASK_POLL", 0.05)
+    n = 5000
+    times = np.datetime64("2024-01-01T00:00") + np.arange(n) * np.timedelta64(1, "h")
+    write_csv(tmp_path / "long.csv", make_columns(n), times=times)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp",
+                                      host="127.0.0.1", dashboard_address=None) as c:
+            start = time.monotonic()
+            doc = run_json(["--csv", tmp_path / "long.csv", "--column", "a",
+                            "--n-components", 256, "--window-size", 20, "--n-lags", 4,
+                            "--quiet", "--no-save", "--json", "--scheduler",
+                            c.scheduler_address, "--timeout", 0.1], capsys)
+            elapsed = time.monotonic() - start
+    assert elapsed > 0.3  # several looks at the cluster would have stopped it
+    assert doc["series"][0]["n_scored"] > 4000

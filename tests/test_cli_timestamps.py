@@ -54,7 +54,8 @@ def test_ambiguous_dates_are_an_error_naming_the_column_and_both_readings(
                      time_name="day")
     status, _, err = run(["--csv", path, "--column", "a", *SMALL], capsys)
     one_line_error(status, err, "column 'day' of", "is ambiguous", "'02/01/2024'",
-                   "2024-02-01 (MM/DD/YYYY)", "2024-01-02 (DD/MM/YYYY)", "--date-order")
+                   "2024-02-01 (MM/DD/YYYY)", "2024-01-02 (DD/MM/YYYY)", "--date-order",
+                   "(or name the time column with --time-column)")
 
 
 def test_date_order_reads_an_ambiguous_column(tmp_path, capsys):

@@ -525,7 +525,9 @@ def _read_csv_table(path, *, columns=None, exog=None, time_column=None, n_rows=N
                 numbers=numeric_times[j], what=what)
         except _ts.TimeStampError as exc:
             if time_column is not None or exc.ambiguous:
-                raise CLIError(str(exc)) from None
+                other = ("" if time_column is not None else " (or name the time column "
+                         "with --time-column)")
+                raise CLIError(f"{exc}{other}") from None
             if j not in values:  # a text (or epoch-named) column, not a numeric one
                 not_time[j] = str(exc).replace(f" of {path}", "")
             continue
@@ -1395,7 +1397,9 @@ def _run_tasks(tasks, args):
             def run():
                 return joblib.Parallel(n_jobs=n_jobs)(
                     joblib.delayed(_forecast_task)(t) for t in tasks)
-        client = getattr(args, "_dask_client", None)  # an ensemble alone uses it too
+        # watched when the cluster computes: the series, or an ensemble's partitions
+        client = getattr(args, "_dask_client", None) if (
+            not sequential or args.model == "ensemble") else None
         timeout = _DASK_TIMEOUT if getattr(args, "timeout", None) is None else args.timeout
         outcomes = (run() if client is None else
                     _on_dask(run, client, args.scheduler, timeout))
