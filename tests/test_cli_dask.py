@@ -142,7 +142,7 @@ def test_every_worker_killed_mid_run_fails_within_the_timeout(tmp_path, capsys):
                 for p in procs:
                     p.kill()
                     p.wait()
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert outcome["status"] == 2, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("sklearn-orfit: error: "), err
@@ -228,7 +228,7 @@ def test_scheduler_killed_mid_run_is_one_line(tmp_path, capfd):
         for p in procs:
             p.kill()
             p.wait()
-    out, err = capfd.readouterr()
+    _, err = capfd.readouterr()
     assert outcome["status"] == 2, err
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("sklearn-orfit: error: "), err

@@ -4,12 +4,18 @@ epoch seconds, order, repeats and gaps. The parsing itself: tests/test_timestamp
 
 import numpy as np
 import pytest
-
 from test_cli_forecasting import (  # noqa: F401 (must_not_compute: a fixture)
-    N, SMALL, TIMES, make_columns, must_not_compute, one_line_error, read_predictions,
-    run, run_json, write_csv,
+    SMALL,
+    TIMES,
+    N,
+    make_columns,
+    must_not_compute,
+    one_line_error,
+    read_predictions,
+    run,
+    run_json,
+    write_csv,
 )
-
 
 LATER = TIMES + np.timedelta64(9, "D")  # 10 to 20 January: days past the 12th
 
@@ -47,8 +53,9 @@ def test_day_month_formats_are_time_stamps(tmp_path, capsys, fmt, name):
     np.testing.assert_array_equal(pred["time"], [str(LATER[k]) for k in positions])
 
 
-def test_ambiguous_dates_are_an_error_naming_the_column_and_both_readings(
-        tmp_path, capsys, must_not_compute):
+@pytest.mark.usefixtures("must_not_compute")
+def test_ambiguous_dates_are_an_error_naming_the_column_and_both_readings(tmp_path,
+                                                                          capsys):
     cells = [f"{k % 12 + 1:02d}/{(k // 20) % 12 + 1:02d}/2024" for k in range(N)]
     path = write_csv(tmp_path / "s.csv", make_columns(), times=np.array(cells, object),
                      time_name="day")
@@ -95,7 +102,8 @@ def test_utc_offsets_are_converted_to_utc(tmp_path, capsys):
                                   [ISO[k] for k in pred["position"].astype(int)])
 
 
-def test_a_column_mixing_offsets_and_local_times(tmp_path, capsys, must_not_compute):
+@pytest.mark.usefixtures("must_not_compute")
+def test_a_column_mixing_offsets_and_local_times(tmp_path, capsys):
     cells = np.array(ISO, dtype=object)
     cells[5] = cells[5] + "Z"
     path = write_csv(tmp_path / "s.csv", make_columns(), times=cells)
@@ -130,7 +138,8 @@ def test_epoch_seconds(tmp_path, capsys):
     assert doc["settings"]["season"] == 24
 
 
-def test_epoch_milliseconds_are_refused_with_a_hint(tmp_path, capsys, must_not_compute):
+@pytest.mark.usefixtures("must_not_compute")
+def test_epoch_milliseconds_are_refused_with_a_hint(tmp_path, capsys):
     ms = (TIMES - np.datetime64("1970-01-01T00:00")) // np.timedelta64(1, "ms")
     path = write_csv(tmp_path / "e.csv", make_columns(), times=ms, time_name="t")
     status, _, err = run(["--csv", path, "--column", "a", "--time-column", "t", *SMALL],
@@ -151,7 +160,8 @@ def test_no_time_stamps_names_the_column_looked_at(tmp_path, capsys):
     assert "column 'date'" in note and "'02/30/2024'" in note and "line 52" in note
     assert "--time-column" in note
     status, out, err = run(["--csv", path, "--column", "a", *SMALL, "--no-save"], capsys)
-    assert status == 0 and "note: no time stamps: " in out and "column 'date'" in out
+    assert status == 0, err
+    assert "note: no time stamps: " in out and "column 'date'" in out
 
 
 def test_repeated_time_stamps_are_refused_or_the_last_kept(tmp_path, capsys):
@@ -161,6 +171,7 @@ def test_repeated_time_stamps_are_refused_or_the_last_kept(tmp_path, capsys):
     path = write_csv(tmp_path / "s.csv", make_columns(), times=times)
     argv = ["--csv", path, "--column", "a", *SMALL, "--no-save"]
     status, out, err = run(argv, capsys)
+    assert out == ""
     one_line_error(status, err, "time column 'time' of", "2 rows repeat an earlier time "
                    "stamp, first 2024-01-02 06:00 (line 32 and line 33)",
                    "--sort-time to keep the last row of each time stamp")
@@ -205,6 +216,7 @@ def test_sort_time_on_shuffled_rows_equals_the_sorted_file(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("flag", [["--sort-time"], ["--date-order", "day-first"]])
-def test_time_flags_need_csv(capsys, must_not_compute, flag):
+@pytest.mark.usefixtures("must_not_compute")
+def test_time_flags_need_csv(capsys, flag):
     status, _, err = run(["--dataset", "abo", *SMALL, *flag], capsys)
     one_line_error(status, err, f"{flag[0]} needs --csv")

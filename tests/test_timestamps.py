@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 
 from sklearn_orfit.cli._timestamps import (
-    TimeStampError, cell_format, check_order, find_gaps, format_stamp, gap_note,
-    parse_time_column, sort_order,
+    TimeStampError,
+    cell_format,
+    check_order,
+    find_gaps,
+    format_stamp,
+    gap_note,
+    parse_time_column,
+    sort_order,
 )
 
 
@@ -101,7 +107,7 @@ def test_ambiguous_dates_name_the_column_and_both_readings():
 @pytest.mark.parametrize("order, expected", [("month-first", "2020-03-04"),
                                              ("day-first", "2020-04-03")])
 def test_date_order_settles_an_ambiguous_column(order, expected):
-    times, info = parse(["03/04/2020"], date_order=order)
+    times, _ = parse(["03/04/2020"], date_order=order)
     assert times[0] == np.datetime64(expected)
 
 

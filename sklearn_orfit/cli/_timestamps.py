@@ -29,8 +29,8 @@ import re
 import numpy as np
 
 __all__ = [
-    "TimeStampError", "cell_format", "parse_time_column", "check_order", "sort_order",
-    "find_gaps", "gap_note", "format_stamp", "EPOCH_RANGE", "HINT",
+    "EPOCH_RANGE", "HINT", "TimeStampError", "cell_format", "check_order", "epoch_name",
+    "find_gaps", "format_stamp", "gap_note", "parse_time_column", "sort_order",
 ]
 
 HINT = ("time stamps are read as ISO 8601 (2024-01-31, 2024-01-31T12:00, 2024-01-31 "
