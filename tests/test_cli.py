@@ -50,7 +50,7 @@ def write_series_csv(path, values, *, delimiter=",", extra=True):
         w = csv.writer(fh, delimiter=delimiter)
         w.writerow(["date", "load", "temperature"] if extra else ["load"])
         for i, v in enumerate(values):
-            w.writerow([f"2024-01-{i % 28 + 1:02d}", repr(float(v)), 20.0 + i % 7]
+            w.writerow([str(np.datetime64("2024-01-01") + i), repr(float(v)), 20.0 + i % 7]
                        if extra else [repr(float(v))])
 
 

@@ -72,3 +72,188 @@ def test_scheduler_implies_dask_and_the_ensemble_uses_it(tmp_path, capsys, clust
     assert on_dask["settings"]["backend"] == "dask"
     assert set(cluster.scheduler.task_prefixes) - before  # the partitions ran there
     assert sequential["series"][0]["res_mse"] == on_dask["series"][0]["res_mse"]
+
+
+def _worker_processes(address, n):
+    """``n`` dask workers in processes of their own (no nanny, so a killed worker is not
+    restarted), importing this tree's package."""
+    import os
+    import subprocess
+    import sys
+
+    import sklearn_orfit
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(sklearn_orfit.__file__)))
+    env = {**os.environ,
+           "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    return [subprocess.Popen([sys.executable, "-m", "distributed.cli.dask_worker", address,
+                              "--no-nanny", "--nthreads", "1", "--no-dashboard"],
+                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for _ in range(n)]
+
+
+def test_every_worker_killed_mid_run_fails_within_the_timeout(tmp_path, capsys):
+    """Issue 25: with every worker killed mid-run, the run waited for ever (300 s
+    watched) and printed nothing. Now: a one-line error, exit status 2, about --timeout
+    seconds after the last worker was lost."""
+    import threading
+    import time
+
+    n = 3000  # the tasks run a second or more each
+    times = np.datetime64("2024-01-01T00:00") + np.arange(n) * np.timedelta64(1, "h")
+    write_csv(tmp_path / "long.csv", make_columns(n), times=times)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp",
+                                      host="127.0.0.1", dashboard_address=None) as c:
+            procs = _worker_processes(c.scheduler_address, 2)
+            try:
+                deadline = time.monotonic() + 60
+                while len(c.scheduler.workers) < 2:
+                    assert time.monotonic() < deadline, "the workers did not start"
+                    time.sleep(0.1)
+                killed = {}
+
+                def kill_when_running():
+                    while not any(ts.state == "processing"
+                                  for ts in c.scheduler.tasks.values()):
+                        if time.monotonic() > deadline:
+                            return
+                        time.sleep(0.02)
+                    time.sleep(0.2)  # the tasks are running on the workers
+                    for p in procs:
+                        p.kill()
+                    killed["at"] = time.monotonic()
+
+                threading.Thread(target=kill_when_running, daemon=True).start()
+                outcome = {}
+                argv = ["--csv", tmp_path / "long.csv", "--column", "all",
+                        "--n-components", 256, "--window-size", 50, "--n-lags", 4,
+                        "--quiet", "--no-plot", "--output-dir", tmp_path / "o",
+                        "--save-model", tmp_path / "m", "--scheduler",
+                        c.scheduler_address, "--timeout", 2]
+                run = threading.Thread(target=lambda: outcome.update(
+                    status=_cli.main([str(a) for a in argv])), daemon=True)
+                run.start()
+                run.join(60)  # the old code never returned
+                assert not run.is_alive(), "the run did not return within 60 s"
+                waited = time.monotonic() - killed["at"]
+            finally:
+                for p in procs:
+                    p.kill()
+                    p.wait()
+    _, err = capsys.readouterr()
+    assert outcome["status"] == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sklearn-orfit: error: "), err
+    assert f"the dask cluster at {c.scheduler_address} has had no worker for 2 s" in err
+    assert "--timeout" in err
+    # about --timeout after the loss (the last look that saw a worker was up to one
+    # poll before it), plus the time the cluster takes to notice
+    assert 2 - _cli._DASK_POLL - 0.5 <= waited <= 2 + _cli._DASK_POLL + 3, waited
+    assert not (tmp_path / "m").exists()  # nothing written
+    # the stopped run's thread ends once its client is closed (no thread left behind)
+    for _ in range(100):
+        if not any(t.name == "sklearn-orfit-dask-run" for t in threading.enumerate()):
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError("the stopped run's thread is still running")
+    assert not (tmp_path / "o").exists() or not list((tmp_path / "o").iterdir())
+
+
+def test_timeout_needs_dask(tmp_path, capsys):
+    write_csv(tmp_path / "all.csv", make_columns())
+    status = _cli.main([str(a) for a in ["--csv", tmp_path / "all.csv", "--column", "a",
+                                         *SMALL, "--no-save", "--timeout", 5]])
+    _, err = capsys.readouterr()
+    assert status == 2 and "--timeout is for --backend dask" in err, err
+
+
+def test_timeout_must_be_positive(capsys):
+    assert _cli.main(["--timeout", "0"]) == 2
+    assert "--timeout: must be in (0.0, inf]" in capsys.readouterr().err
+
+
+def test_scheduler_killed_mid_run_is_one_line(tmp_path, capfd):
+    """The scheduler lost mid-run: exit status 2 and one line on stderr (distributed's
+    client logged the lost connection's traceback there)."""
+    import socket
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    n = 3000
+    times = np.datetime64("2024-01-01T00:00") + np.arange(n) * np.timedelta64(1, "h")
+    write_csv(tmp_path / "long.csv", make_columns(n), times=times)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    address = f"tcp://127.0.0.1:{port}"
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1",
+         "--port", str(port), "--dashboard-address", ":0"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    procs = [scheduler]
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # the scheduler listening
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline, "the scheduler did not start"
+                time.sleep(0.1)
+        procs += _worker_processes(address, 2)
+        with distributed.Client(address, timeout=30) as client:
+            client.wait_for_workers(2, timeout=60)
+        capfd.readouterr()
+
+        def kill_when_running():
+            time.sleep(1.5)  # the series are being computed (a run takes several s)
+            scheduler.kill()
+
+        threading.Thread(target=kill_when_running, daemon=True).start()
+        outcome = {}
+        argv = ["--csv", tmp_path / "long.csv", "--column", "all", "--n-components", 256,
+                "--window-size", 50, "--n-lags", 4, "--quiet", "--no-save",
+                "--scheduler", address, "--timeout", 5]
+        run = threading.Thread(target=lambda: outcome.update(
+            status=_cli.main([str(a) for a in argv])), daemon=True)
+        run.start()
+        run.join(60)
+        assert not run.is_alive(), "the run did not return within 60 s"
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+    _, err = capfd.readouterr()
+    assert outcome["status"] == 2, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("sklearn-orfit: error: "), err
+    assert address in lines[0] and "Traceback" not in err
+
+
+def test_a_run_the_cluster_does_not_compute_is_not_stopped(tmp_path, capsys,
+                                                           monkeypatch):
+    """One series (not an ensemble) is computed in this process: a cluster without
+    workers does not stop it, however short --timeout."""
+    import time
+
+    monkeypatch.setattr(_cli, "_DASK_POLL", 0.05)
+    n = 5000
+    times = np.datetime64("2024-01-01T00:00") + np.arange(n) * np.timedelta64(1, "h")
+    write_csv(tmp_path / "long.csv", make_columns(n), times=times)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with distributed.LocalCluster(n_workers=0, processes=False, protocol="tcp",
+                                      host="127.0.0.1", dashboard_address=None) as c:
+            start = time.monotonic()
+            doc = run_json(["--csv", tmp_path / "long.csv", "--column", "a",
+                            "--n-components", 256, "--window-size", 20, "--n-lags", 4,
+                            "--quiet", "--no-save", "--json", "--scheduler",
+                            c.scheduler_address, "--timeout", 0.1], capsys)
+            elapsed = time.monotonic() - start
+    assert elapsed > 0.3  # several looks at the cluster would have stopped it
+    assert doc["series"][0]["n_scored"] > 4000

@@ -817,29 +817,38 @@ def test_bundled_series_continued_from_a_csv(tmp_path, capsys):
 
 
 def test_time_stamps_that_do_not_increase(tmp_path, capsys, monkeypatch):
-    """Repeated or unordered stamps stay in the predictions; the figure uses positions,
-    no season is inferred, and a note says so."""
-    seen = {}
-
-    def fake_plot(result, path, *, times=None, **kwargs):
-        seen["times"] = times
-        return None
-
-    monkeypatch.setattr(ex, "plot_forecast", fake_plot)
+    """Issue 25: a repeated, out-of-order stamp was accepted (exit 0, a note). Now refused
+    (one line: the first step back, the first repeat, --sort-time); --sort-time sorts
+    the rows and keeps the last row of each time stamp."""
     stamps = TIMES.copy()
     stamps[100] = stamps[10]
-    write_csv(tmp_path / "s.csv", make_columns(), times=stamps)
+    columns = make_columns()
+    write_csv(tmp_path / "s.csv", columns, times=stamps)
     argv = ["--csv", tmp_path / "s.csv", "--column", "a", *SMALL, "--output-dir",
             tmp_path / "o"]
-    status, out, err = run([a for a in argv if a != "--no-plot"], capsys)
-    assert status == 0, err
-    assert "note: the time stamps are not increasing" in out
-    assert seen["times"] is None
-    pred = read_predictions(tmp_path / "o" / "forecast_s_a_abo.csv")
-    assert pred["time"][100 - int(pred["position"][0])] == str(stamps[10])
-    doc = run_json([*argv, "--no-save"], capsys)
-    assert doc["settings"]["season"] is None
-    assert any("not increasing" in n for n in doc["notes"])
+    status, out, err = run(argv, capsys)
+    one_line_error(status, err, "time column 'time' of", "is not in time order: line "
+                   "102 has 2024-01-01 10:00, earlier than line 101 (2024-01-05 03:00)",
+                   "1 row repeats an earlier time stamp, first 2024-01-01 10:00 (line 12 "
+                   "and line 102)", "--sort-time")
+    assert out == ""
+    doc = run_json([*argv, "--sort-time"], capsys)
+    assert doc["settings"]["season"] == 24  # the sorted stamps are hourly again
+    assert any(n.startswith("--sort-time: the rows are sorted by time (1 step(s) back")
+               and "dropped, the last row of each time stamp is kept" in n
+               for n in doc["notes"]), doc["notes"]
+    assert any("1 missing step (spacing 1 h), first after 2024-01-05 03:00" in n
+               for n in doc["notes"]), doc["notes"]  # the hour of row 100 is gone
+    # the rows used: row 100 (the last with 10:00) in row 10's place, hour 100 missing
+    keep = [*range(10), 100, *range(11, 100), *range(101, N)]
+    expected = {k: v[keep] for k, v in columns.items()}
+    write_csv(tmp_path / "sorted.csv", expected, times=stamps[keep])
+    run_json(["--csv", tmp_path / "sorted.csv", "--column", "a", *SMALL, "--output-dir",
+              tmp_path / "o2"], capsys)
+    got = read_predictions(tmp_path / "o" / "forecast_s_a_abo.csv")
+    want = read_predictions(tmp_path / "o2" / "forecast_sorted_a_abo.csv")
+    for key in ("position", "time", "actual", "forecast"):
+        np.testing.assert_array_equal(got[key], want[key])
 
 
 @pytest.mark.parametrize("parallel", [[], ["--n-jobs", 2, "--backend", "threading"]])

@@ -73,7 +73,7 @@ def test_csv_is_streamed_with_n_rows(tmp_path):
     Before, the whole file was read and split (about 18 bytes of memory per byte of file);
     a row after the first 1000 that is not numeric was also an error.
     """
-    block = "".join(f"2024-01-{i % 28 + 1:02d},{100 + 10 * np.sin(i / 4):.10f},"
+    block = "".join(f"{np.datetime64('2000-01-01') + i},{100 + 10 * np.sin(i / 4):.10f},"
                     f"{20 + i % 7},a note about this row\n" for i in range(10_000))
     path = tmp_path / "big.csv"
     with open(path, "w", encoding="utf-8") as fh:

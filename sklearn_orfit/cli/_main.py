@@ -30,6 +30,7 @@ import csv
 import dataclasses
 import io
 import json
+import logging
 import math
 import os
 import pickle
@@ -38,11 +39,13 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 import warnings
 
 import numpy as np
 
 from . import _experiments as ex
+from . import _timestamps as _ts
 from .._streaming._base import STATE_FORMAT
 from ..datasets import load_electricity_demand, load_exchange_rates, make_abo_series
 from ..metrics import _beyond_scored_range
@@ -164,10 +167,27 @@ def build_parser():
                      "comma-separated list, or 'all' (every numeric column except the "
                      "time and --exog columns); each series gets its own model")
     src.add_argument("--time-column", metavar="NAME", default=None, action=_Once,
-                     help="column of --csv holding the time stamps (ISO 8601: 2024-01-31, "
-                     "2024-01-31T12:00 or '2024-01-31 12:00'), written to the predictions "
-                     "and used as the figure's x-axis and for the default --season "
-                     "(default: the first other column whose cells all parse as dates)")
+                     help="column of --csv holding the time stamps, written to the "
+                     "predictions and used as the figure's x-axis and for the default "
+                     "--season (default: the first other column whose cells all parse as "
+                     "time stamps). Formats, decided by the whole column: ISO 8601 "
+                     "(2024-01-31, 2024-01-31T12:00, '2024-01-31 12:00', with a UTC "
+                     "offset such as +01:00 or Z: converted to UTC), MM/DD/YYYY or "
+                     "DD/MM/YYYY (the order every value fits; see --date-order), "
+                     "DD.MM.YYYY, each optionally with a time HH:MM[:SS] [AM|PM], or "
+                     "epoch seconds (numbers in [1e8, 1e10): 1973 to 2286, UTC; detected "
+                     "only in a column whose name holds time, date, epoch, stamp or unix, "
+                     "or is ts). The rows must be in time order without repeated stamps "
+                     "(see --sort-time); missing steps are reported in a note")
+    src.add_argument("--date-order", choices=("month-first", "day-first"), default=None,
+                     help="how to read a/b/YYYY dates (MM/DD/YYYY or DD/MM/YYYY) when every "
+                     "value fits both (without it, such a column is an error naming the "
+                     "two readings of a value)")
+    src.add_argument("--sort-time", action="store_true",
+                     help="sort the rows by their time stamps (a stable sort) instead of "
+                     "refusing rows out of time order; of rows sharing a time stamp the "
+                     "last in the file is kept (a later row corrects an earlier one) and a "
+                     "note says how many were dropped")
     src.add_argument("--exog", metavar="NAME[,NAME...]", default=None, action=_Once,
                      help="exogenous columns of --csv: standardised with the statistics "
                      "of their own past values (levels, not differenced) and lagged like "
@@ -242,6 +262,12 @@ def build_parser():
     o.add_argument("--scheduler", metavar="ADDRESS", default=None,
                    help="address of a running dask scheduler (e.g. tcp://10.0.0.5:8786), "
                    "for --backend dask (implied)")
+    o.add_argument("--timeout", type=_float_in(0.0), default=None, metavar="SECONDS",
+                   help="with --backend dask: stop the run with an error (exit status "
+                   "2) when the cluster has had no worker, or its scheduler has not "
+                   f"answered, for SECONDS (default {_DASK_TIMEOUT:g}; looked at once a "
+                   "second); a run whose workers are all lost would otherwise wait for "
+                   "new ones for ever")
     o.add_argument("--threads", type=_int_at_least(1), default=1,
                    help="BLAS threads per series (default 1: the updates are small matrix "
                    "products, which more threads slow down, badly so on a busy machine)")
@@ -384,28 +410,8 @@ def _float_cell(cell):
         return None
 
 
-def _time_cell(cell):
-    """The ISO 8601 date or date-time in ``cell`` as ``numpy.datetime64``, else ``None``.
-
-    ``numpy.datetime64`` reads ``2024-01-31``, ``2024-01-31T12:00``, ``2024-01-31
-    12:00:05.5``, ``2024-01`` or ``2024``; a UTC offset is converted to UTC. The words
-    numpy also reads ("today", "now", "NaT") are not time stamps here.
-    """
-    if not cell or cell.lower() in ("nat", "today", "now"):
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # numpy's note on UTC offsets
-            stamp = np.datetime64(cell)
-    except (ValueError, TypeError, OverflowError):
-        return None
-    return None if np.isnat(stamp) else stamp
-
-
-_TIME_HINT = "ISO 8601 dates or date-times are expected, e.g. 2024-01-31 or 2024-01-31T12:00"
-
-
-def _read_csv_table(path, *, columns=None, exog=None, time_column=None, n_rows=None):
+def _read_csv_table(path, *, columns=None, exog=None, time_column=None, n_rows=None,
+                    date_order=None, report=None):
     """Read the columns a forecast needs from a CSV file, streaming.
 
     ``columns``: ``None`` (the file's only numeric column besides the time and ``exog``
@@ -423,6 +429,12 @@ def _read_csv_table(path, *, columns=None, exog=None, time_column=None, n_rows=N
     column read (targets, then ``exog``) to its floats (NaN for missing cells), ``times``
     is a ``datetime64`` array or ``None``, the line number is that of the record's first
     line, ``exog`` the exogenous columns' names.
+
+    The time stamps' format is decided by the whole column
+    (:func:`sklearn_orfit.cli._timestamps.parse_time_column`; ``date_order`` for
+    ``a/b/YYYY`` dates). ``report``, a dict, receives ``time_info`` (the format, whether
+    converted to UTC) and ``not_time`` (why each text column looked at is not a time
+    column, when detecting).
     """
     if not os.path.exists(path):
         raise CLIError(f"file not found: {path}")
@@ -457,6 +469,12 @@ def _read_csv_table(path, *, columns=None, exog=None, time_column=None, n_rows=N
                     required, optional, time_candidates, exog_names, mode = plan
                     values = {j: array.array("d") for j in (*required, *sorted(optional))}
                     stamps = {j: [] for j in time_candidates}
+                    # numbers as time stamps: in --time-column, or epoch seconds in a
+                    # column named like a time column
+                    numeric_times = {j: True if time_column is not None else
+                                     "epoch" if _ts.epoch_name(header[j]) else False
+                                     for j in time_candidates}
+                    not_time = {}
                     continue
                 for j in list(values):
                     cell = row[j].strip() if j < len(row) else ""
@@ -471,18 +489,16 @@ def _read_csv_table(path, *, columns=None, exog=None, time_column=None, n_rows=N
                     values[j].append(x)
                 for j in list(stamps):
                     cell = row[j].strip() if j < len(row) else ""
-                    stamp = _time_cell(cell)
-                    if stamp is not None and time_column is None \
-                            and _float_cell(cell) is not None:
-                        stamp = None  # a number, not a time stamp
-                    if stamp is None:
+                    if _ts.cell_format(cell, numbers=numeric_times[j]) is None:
                         if time_column is not None:
                             raise CLIError(f"--time-column {header[j]!r} of {path} does "
                                            f"not hold time stamps: line {start} has "
-                                           f"{cell!r} ({_TIME_HINT})")
+                                           f"{cell!r} ({_ts.HINT})")
+                        if numeric_times[j] or _float_cell(cell) is None:  # not data
+                            not_time[j] = f"column {header[j]!r}: line {start} has {cell!r}"
                         del stamps[j]
                         continue
-                    stamps[j].append(stamp)
+                    stamps[j].append(cell)
                 numbers.append(start)
                 if n_rows is not None and len(numbers) >= n_rows:
                     break
@@ -497,17 +513,40 @@ def _read_csv_table(path, *, columns=None, exog=None, time_column=None, n_rows=N
     if header is None:
         raise CLIError(f"{path} is empty: no row has a non-blank cell (a header row with "
                        "column names is needed)")
+    times, time_name, lines = None, None, np.frombuffer(numbers, dtype=np.int64)
+    for j, cells in stamps.items():
+        if len(cells) != len(numbers) or not cells:
+            continue
+        what = (f"--time-column {header[j]!r} of {path}" if time_column is not None
+                else f"column {header[j]!r} of {path}")
+        try:
+            times, info = _ts.parse_time_column(
+                cells, name=header[j], lines=lines, date_order=date_order,
+                numbers=numeric_times[j], what=what)
+        except _ts.TimeStampError as exc:
+            if time_column is not None or exc.ambiguous:
+                other = ("" if time_column is not None else " (or name the time column "
+                         "with --time-column)")
+                raise CLIError(f"{exc}{other}") from None
+            if j not in values:  # a text (or epoch-named) column, not a numeric one
+                not_time[j] = str(exc).replace(f" of {path}", "")
+            continue
+        time_name = header[j]
+        if report is not None:
+            report["time_info"] = info
+        if j in optional:  # epoch seconds: a time column, not a series
+            optional.discard(j)
+            values.pop(j, None)
+        break
+    if report is not None:
+        report["not_time"] = [] if times is not None else [
+            not_time[j] for j in sorted(not_time) if j not in values]
     if mode == "one" and len(optional) != 1:
         raise CLIError(f"{path} has {len(header)} columns ({_listing(header)}); choose "
                        "one with --column (several: --column a,b or --column all)")
     if mode == "all" and not optional:
         raise CLIError(f"--column all: {path} has no numeric column to forecast besides "
                        f"the time and --exog columns (columns: {_listing(header)})")
-    times, time_name = None, None
-    for j, found in stamps.items():
-        if len(found) == len(numbers) and found:
-            times, time_name = np.array(found), header[j]
-            break
     if time_column is not None and times is None:
         times, time_name = np.array([], dtype="datetime64[s]"), time_column
     return ({header[j]: np.frombuffer(v, dtype=np.float64) for j, v in values.items()},
@@ -614,6 +653,7 @@ class _Input:
     description: str
     units: str
     where: object  # _Where
+    time_notes: list = dataclasses.field(default_factory=list)  # format, order, gaps
 
 
 def _load_input(args):
@@ -624,22 +664,26 @@ def _load_input(args):
     if args.csv is not None and args.dataset is not None:
         raise CLIError("give either --csv or --dataset, not both")
     for flag, value in (("--column", args.column), ("--exog", args.exog),
-                        ("--time-column", args.time_column)):
+                        ("--time-column", args.time_column),
+                        ("--date-order", getattr(args, "date_order", None)),
+                        ("--sort-time", getattr(args, "sort_time", False) or None)):
         if args.csv is None and value is not None:
             raise CLIError(f"{flag} needs --csv")
     n = args.n_rows
     if args.csv is not None:
         time_column = args.time_column.strip() if args.time_column is not None else None
+        report = {}
         values, times, time_name, line_numbers, exog = _read_csv_table(
             args.csv, columns=args.column, exog=args.exog, time_column=time_column,
-            n_rows=n)
+            n_rows=n, date_order=getattr(args, "date_order", None), report=report)
         stem = os.path.splitext(os.path.basename(args.csv))[0]
         series = {k: v for k, v in values.items() if k not in exog}
         exog_values = (np.column_stack([values[k] for k in exog]) if exog else None)
         names = ", ".join(repr(c) for c in series)
-        return _Input(series, times, time_name, exog_values, exog, stem,
+        data = _Input(series, times, time_name, exog_values, exog, stem,
                       f"column{'s' if len(series) > 1 else ''} {names} of {args.csv}", "",
                       _Where("line", line_numbers))
+        return _checked_times(data, args, report, args.csv)
     dataset = args.dataset or "electricity"
     if dataset == "electricity":
         bunch = load_electricity_demand()
@@ -653,6 +697,72 @@ def _load_input(args):
     where = _Where("position", np.arange(values.shape[0]))
     return _Input({dataset: values}, times, None, None, [], dataset, _DATASETS[dataset],
                   units, where)
+
+
+def _checked_times(data, args, report, path):
+    """``data`` with its time stamps checked: rows out of time order or repeating a
+    time stamp refused (or, with ``--sort-time``, sorted, keeping the last row of each
+    time stamp), and ``time_notes`` on the format, UTC, the rows dropped and the gaps
+    (or, without time stamps, on the columns looked at)."""
+    notes = []
+    times, name = data.times, data.time_column
+    if times is None:
+        looked = report.get("not_time") or []
+        if looked:
+            more = f"; {len(looked) - 3} more" if len(looked) > 3 else ""
+            notes.append("no time stamps: the columns looked at are not time columns ("
+                         + "; ".join(looked[:3]) + more + f"); {_ts.HINT}; --time-column "
+                         "NAME says why a column is not read")
+        return dataclasses.replace(data, time_notes=notes)
+    if not len(times):
+        return data
+    info = report.get("time_info") or {}
+    if info.get("format") not in (None, "ISO 8601"):
+        notes.append(f"time column {name!r} read as {info['format']}"
+                     + (" (UTC)" if info["format"] == "epoch seconds" else ""))
+    elif info.get("utc"):
+        notes.append(f"time column {name!r}: the UTC offsets are converted, the time "
+                     "stamps are in UTC")
+    order = _ts.check_order(times)
+    where = data.where
+    repeated = ""
+    if order["n_repeated"]:
+        i, j = order["first_repeated"]
+        n = order["n_repeated"]
+        repeated = (f"{n} row{'s' if n > 1 else ''} repeat{'' if n > 1 else 's'} an "
+                    f"earlier time stamp, first {_ts.format_stamp(times[j])} ({where[i]} "
+                    f"and {where[j]})")
+    if order["n_backwards"] or order["n_repeated"]:
+        if not args.sort_time:
+            problems = []
+            if order["n_backwards"]:
+                k = order["first_backwards"]
+                problems.append(
+                    f"is not in time order: {where[k]} has {_ts.format_stamp(times[k])}, "
+                    f"earlier than {where[k - 1]} ({_ts.format_stamp(times[k - 1])}); "
+                    f"{order['n_backwards']} step(s) back in all")
+            if repeated:
+                problems.append(repeated)
+            fix = ("sort the rows by time" if not repeated else "sort the rows by time "
+                   "and keep the last row of each time stamp" if order["n_backwards"]
+                   else "keep the last row of each time stamp")
+            raise CLIError(f"time column {name!r} of {path} " + "; ".join(problems)
+                           + f"; give --sort-time to {fix}, or fix the file")
+        keep = _ts.sort_order(times)
+        series = {k: v[keep] for k, v in data.series.items()}
+        exog = None if data.exog is None else data.exog[keep]
+        data = dataclasses.replace(data, series=series, exog=exog, times=times[keep],
+                                   where=_Where(where.label, where.numbers[keep]))
+        times = data.times
+        sorted_text = (f"the rows are sorted by time ({order['n_backwards']} step(s) "
+                       "back in the file)" if order["n_backwards"] else "")
+        dropped = (f"{repeated}: dropped, the last row of each time stamp is kept"
+                   if repeated else "")
+        notes.append("--sort-time: " + "; ".join(t for t in (sorted_text, dropped) if t))
+    gaps = _ts.gap_note(times, name)
+    if gaps:
+        notes.append(gaps)
+    return dataclasses.replace(data, time_notes=notes)
 
 
 def _check_values(values, name, where, *, what="series"):
@@ -1104,6 +1214,9 @@ def _workers(args):
         if backend not in (None, "dask"):
             raise CLIError(f"--scheduler is for --backend dask, not --backend {backend}")
         backend = "dask"
+    if backend != "dask" and getattr(args, "timeout", None) is not None:
+        raise CLIError("--timeout is for --backend dask (the joblib backends on this "
+                       "machine do not lose their workers)")
     if backend is None:
         yield
         return
@@ -1122,15 +1235,24 @@ def _workers(args):
         raise CLIError("--backend dask needs the optional packages dask and distributed "
                        "(pip install 'dask[distributed]')") from None
     client = _dask_client(distributed, args.scheduler)
+    args._dask_client = client  # for _run_tasks' watch on the cluster
+    # a lost scheduler or worker makes distributed log tracebacks on stderr: the run
+    # reports the loss in one line instead
+    logging_was = logging.root.manager.disable
+    logging.disable(logging.CRITICAL)
     try:
         with joblib.parallel_config(backend="dask", client=client):
             yield
     finally:
+        args._dask_client = None
         with contextlib.suppress(Exception):
-            client.close()
+            client.close(timeout=_SCHEDULER_TIMEOUT)
+        logging.disable(logging_was)
 
 
 _SCHEDULER_TIMEOUT = 5  # seconds
+_DASK_TIMEOUT = 60  # seconds without a worker before a dask run is stopped (--timeout)
+_DASK_POLL = 1.0  # seconds between two looks at the cluster
 
 
 def _dask_client(distributed, address):
@@ -1184,6 +1306,66 @@ def _dask_client(distributed, address):
     raise CLIError(f"{unreachable}: {detail}")
 
 
+def _cluster_size(client, wait):
+    """The number of workers the dask scheduler has, or ``None`` when it does not answer
+    within ``wait`` seconds."""
+    try:
+        info = client.sync(client.scheduler.identity, n_workers=0, callback_timeout=wait)
+        return int(info["n_workers"])
+    except Exception:  # lost connection, timeout, closed client: no answer
+        return None
+
+
+def _on_dask(run, client, address, timeout):
+    """``run()`` (joblib calls on the dask ``client``), stopped with a one-line error
+    when the cluster has had no worker, or the scheduler has not answered, for
+    ``timeout`` seconds.
+
+    Without this, a run whose workers are all lost waits for ever: the scheduler keeps
+    the tasks for workers that may join later. ``run`` goes in a daemon thread (with the
+    dask backend, which joblib configures per thread); this thread looks at the cluster
+    every ``_DASK_POLL`` seconds. A stopped run's thread is left to end when the client
+    closes (its tasks are cancelled then).
+    """
+    import joblib
+
+    box = {}
+
+    def target():
+        try:
+            with joblib.parallel_config(backend="dask", client=client):
+                box["result"] = run()
+        except BaseException as exc:  # re-raised in the calling thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name="sklearn-orfit-dask-run", daemon=True)
+    thread.start()
+    clock = time.monotonic
+    last_seen = clock()  # a worker or, below, an answer
+    while True:
+        thread.join(_DASK_POLL)
+        if not thread.is_alive():
+            break
+        n_workers = _cluster_size(client, min(timeout, _SCHEDULER_TIMEOUT))
+        if thread.is_alive() and n_workers:
+            last_seen = clock()
+        elif thread.is_alive() and clock() - last_seen >= timeout:
+            what = ("has had no worker" if n_workers == 0 else
+                    "has not answered (the scheduler is lost?)")
+            raise CLIError(
+                f"the dask cluster at {address} {what} for {timeout:g} s (--timeout): "
+                "the run is stopped unfinished, nothing was written; start workers (or "
+                "the scheduler) and run again, or give a larger --timeout")
+    if "error" in box:
+        exc = box["error"]
+        if type(exc).__name__ == "KilledWorker" or \
+                type(exc).__module__.startswith("distributed"):
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise CLIError(f"the dask run on {address} failed: {detail}") from None
+        raise exc
+    return box["result"]
+
+
 def _warning_text(w):
     return f"{w.category.__name__}: {str(w.message).splitlines()[0]}"
 
@@ -1204,14 +1386,23 @@ def _run_tasks(tasks, args):
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if sequential:
-            outcomes = [_forecast_task(t) for t in tasks]
+            def run():
+                return [_forecast_task(t) for t in tasks]
         else:
             import joblib
 
             n_jobs = args.n_jobs if args.n_jobs is not None else (
                 -1 if (args.backend == "dask" or args.scheduler) else None)
-            outcomes = joblib.Parallel(n_jobs=n_jobs)(
-                joblib.delayed(_forecast_task)(t) for t in tasks)
+
+            def run():
+                return joblib.Parallel(n_jobs=n_jobs)(
+                    joblib.delayed(_forecast_task)(t) for t in tasks)
+        # watched when the cluster computes: the series, or an ensemble's partitions
+        client = getattr(args, "_dask_client", None) if (
+            not sequential or args.model == "ensemble") else None
+        timeout = _DASK_TIMEOUT if getattr(args, "timeout", None) is None else args.timeout
+        outcomes = (run() if client is None else
+                    _on_dask(run, client, args.scheduler, timeout))
     n_warn = len(caught) + sum(o[2] for o in outcomes)
     first = _warning_text(caught[0]) if caught else next(
         (o[3] for o in outcomes if o[2]), "")
@@ -1475,6 +1666,7 @@ def _forecast(args, out, given=frozenset()):
         header, streams = _load_model(args.load_model)
         _adopt_saved_settings(args, header, given, args.load_model)
     data = _load_input(args)
+    notes.extend(data.time_notes)
     args.n_exog = len(data.exog_names)
     names = list(data.series)
     tuning = _tune(args, data, given) if args.tune else None
