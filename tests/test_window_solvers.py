@@ -396,3 +396,28 @@ def test_solve_shifted_solves_every_shift_of_the_block():
     (_,), ok = solve_shifted(lambda x: [Pinv @ (Sigma @ x[0])], [x0], [delta[None, :]], size,
                              max_steps=3)
     assert not ok[0] and not ok[-1] and ok[3]
+
+
+@pytest.mark.parametrize("n, D", [(40, 15), (15, 40), (30, 30)])
+def test_ridge_from_scratch_by_qr_of_the_augmented_window(n, D):
+    # a ridge on the orthogonal route from scratch: one QR of the augmented window and a
+    # triangular solve, no SVD; within rounding of the ridge normal equations solved in
+    # the SVD basis, in both orientations; a ridge below rounding against ‖Ã‖ takes the
+    # SVD route (its factor would be singular)
+    from sklearn_orfit.abo import _kernels as K
+
+    rng = np.random.default_rng(n * D)
+    A, Y = rng.normal(size=(3, n, D)), rng.normal(size=(3, n, 2))
+    for alpha in (1e-8, 1e-2, 10.0):
+        beta, s = K.lstsq_stack(A, Y, alpha=alpha)
+        assert s is None  # the QR route
+        for j in range(3):
+            U, sv, Vt = np.linalg.svd(A[j], full_matrices=False)
+            exact = Vt.T @ ((sv / (sv**2 + alpha))[:, None] * (U.T @ Y[j]))
+            kappa = (sv[0] ** 2 + alpha) / (sv[-1] ** 2 + alpha) if n >= D else (sv[0] ** 2 + alpha) / alpha
+            np.testing.assert_allclose(beta[j], exact, rtol=0, atol=100 * K.EPS * kappa * np.abs(exact).max())
+    A_deficient = A.copy()
+    A_deficient[:, :, 1] = A_deficient[:, :, 0]  # two equal columns
+    A_deficient[:, 1] = A_deficient[:, 0]  # and two equal rows
+    beta, s = K.lstsq_stack(A_deficient, Y, alpha=1e-300)
+    assert s is not None and np.isfinite(beta).all()
