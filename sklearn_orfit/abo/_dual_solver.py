@@ -119,6 +119,7 @@ class _DualBlock(ReferenceWindow):
             K *= self.rd_A[:, None] * self.rd_A[None, :]
             self.shift_A = self.shift_A * self.rd_A**2  # Σ, scaled
         self.nKA2 = float(np.einsum("ij,ij->", K, K))
+        self.nSA2 = float(np.sum(self.shift_A**2)) if self.forgets else 0.0  # ‖Σ_A‖_F²
         self.core_ok = True
         self.L = np.zeros((0, 0), order="F")
         if nA:
@@ -311,7 +312,10 @@ class DualSolver(CoreBlockSolver):
             if blk.forgets:
                 # window j's matrix is P + δΣ; no refinement route (its residual is P's)
                 delta = blk.delta(blk.window_steps(None if new is None else new[sel]))
-                kappa = blk.widen_kappa(kappa, delta)
+                # ‖Σ‖_F of the window (the scaled shifts of its core and periphery rows)
+                nS2 = blk.nSA2 + (blk.shiftP[idx] ** 2 * valid).sum(axis=1)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    kappa = blk.widen_kappa(kappa, delta, np.sqrt(nS2 / nK2))
                 r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, ORTHOGONAL)
             else:
                 r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, np.where(kappa <= KAPPA_REFINE_MAX, REFINE, ORTHOGONAL))

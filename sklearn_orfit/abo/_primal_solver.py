@@ -96,6 +96,7 @@ class _PrimalBlock(ReferenceWindow):
         self.d = d
         # Σ: the reference ridge in the scaled coordinates (β̂ = dβ)
         self.ridge = alpha * np.exp(-self.log_c0 - self.j_ref * self.log_lam) / (d * d)
+        self.n_ridge = float(np.linalg.norm(self.ridge))  # ‖Σ‖_F
         S /= d[:, None]
         S /= d[None, :]
         self.nSA = float(np.sqrt(np.einsum("ij,ij->", S, S)))
@@ -325,11 +326,13 @@ class PrimalSolver(CoreBlockSolver):
             Wt = lapack.dtrtrs(blk.L, W, lower=1, trans=1)[0]
             inv = np.sqrt(np.einsum("dk,dk->k", Wt, Wt).reshape(nwin, 2).max(axis=1))
             with np.errstate(invalid="ignore", over="ignore"):
-                kappa = (blk.nSA + (nu * nu * blk.zd2[idx]).sum(axis=1)) * inv
+                norm = blk.nSA + (nu * nu * blk.zd2[idx]).sum(axis=1)  # ≥ ‖S_I‖_F
+                kappa = norm * inv
             if blk.forgets:
                 # window j's matrix is P + δΣ
                 delta = blk.delta(blk.window_steps(None if new is None else new[sel]))
-                kappa = blk.widen_kappa(kappa, delta)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    kappa = blk.widen_kappa(kappa, delta, blk.n_ridge / norm)
             r = np.where((kappa <= GRAM_KAPPA_MAX) & solved, FAST, ORTHOGONAL)
             if blk.forgets:
                 fast = np.flatnonzero(r == FAST)

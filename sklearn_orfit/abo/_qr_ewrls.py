@@ -79,7 +79,7 @@ class QREWRLSRegressor(
           weights: the block's factor then has the ridge of its middle window, and each
           window's system, which differs from it by one scalar, is solved by Chebyshev's
           iteration against that factor (blocks are kept short enough that its error
-          falls by at least a factor 5.8 a step).
+          falls by at least a factor 18 a step).
 
           A window whose Gram matrix is worse conditioned than ``1e6``
           (``κ(W½Z) ≳ 1e3``), or that is rank deficient, goes to the orthogonal route: an
@@ -138,8 +138,8 @@ class QREWRLSRegressor(
       equations (``D² + D³/b`` a row), recomputed from the window every ``N`` rows;
       memory: the window and ``O(D²)``.
     * windows of up to 32 rows: ``O(N³)`` (``D ≥ N``) or ``O(N·D² + D³)`` per window.
-    * a ridge with forgetting: blocks of at most ``2 ln 2 / −ln λ`` rows, and per block
-      of windows at most about 20 steps of the iteration, each two triangular solves with
+    * a ridge with forgetting: blocks of at most ``2 ln 1.25 / −ln λ`` rows, and per
+      block of windows at most about 13 steps of the iteration, each two triangular solves with
       the core factor
       (``2N²`` dual, ``2D²`` primal) and ``O(N·b)`` for the periphery.
 
