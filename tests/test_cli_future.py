@@ -369,3 +369,86 @@ def test_saved_exog_future_and_levels_are_kept(tmp_path, capsys):
     status, _, err = run(["--csv", tmp_path / "k2.csv", "--load-model", model, "--level",
                           80, "--no-save", "--quiet"], capsys)
     one_line_error(status, err, "--levels [80.0] conflicts", "--levels [70.0]")
+
+
+# ------------------------------------------------------------------ --model aggregate
+EXPERTS = "abo_windows=20,60;sigmas=1;n_components=32;krls_windows=20"
+
+
+def test_aggregate_prints_weights_and_family_shares(tmp_path, series_csv, capsys):
+    argv = ["--csv", series_csv, *SMALL, "--model", "aggregate", "--experts", EXPERTS,
+            "--no-save"]
+    status, out, err = run(argv, capsys)
+    assert status == 0, err
+    assert "AggregatingRegressor(BOA over 3 experts: 2 ABO (N ∈ {20, 60}" in out
+    assert "aggregate: final weights (3 experts): " in out
+    assert "ABO share of the weight over the" in out and "SW-KRLS share" in out
+    doc = json.loads(run([*argv, "--json"], capsys)[1])
+    rep = doc["series"][0]["aggregate"]
+    assert sorted(rep["weights"]) == ["abo-N20-s1-D32", "abo-N60-s1-D32", "krls-N20-l1"]
+    assert abs(sum(rep["weights"].values()) - 1.0) < 1e-9
+    abo, krls = rep["family_share"]["abo"], rep["family_share"]["sw-krls"]
+    assert len(abo["quarters"]) == 4
+    np.testing.assert_allclose(np.add(abo["quarters"], krls["quarters"]), 1.0)
+    assert abs(abo["final"] + krls["final"] - 1.0) < 1e-9
+    assert rep["n_rows"] == doc["series"][0]["n_forecasts"]
+    assert doc["settings"]["experts"] == EXPERTS
+
+
+def test_aggregate_forecasts_are_the_aggregating_regressors(tmp_path, series_csv, capsys):
+    """The backtest of --model aggregate is AggregatingRegressor over make_expert_grid
+    on the command line's rows, run prequentially."""
+    from sklearn_orfit import AggregatingRegressor, make_expert_grid, prequential_predict
+
+    status, out, err = run(["--csv", series_csv, *SMALL, "--model", "aggregate",
+                            "--experts", EXPERTS, "--output-dir", tmp_path / "o"], capsys)
+    assert status == 0, err
+    rows = read_rows(tmp_path / "o" / "forecast_s_a_aggregate.csv")
+    problem = ex.make_forecast_problem(columns()["a"], n_lags=4)
+    grid = make_expert_grid(abo_windows=(20, 60), sigmas=(1.0,), n_components=(32,),
+                            krls_windows=(20,), random_state=0)
+    agg = AggregatingRegressor(grid, history_size=None)
+    y_pred = np.concatenate([prequential_predict(agg, problem.X[i:i + 50],
+                                                 problem.y[i:i + 50])
+                             for i in range(0, problem.y.shape[0], 50)])
+    np.testing.assert_allclose([float(r["forecast"]) for r in rows],
+                               problem.to_units(y_pred), rtol=1e-9)
+
+
+def test_aggregate_default_grid_and_errors(tmp_path, series_csv, capsys):
+    from argparse import Namespace
+
+    text = _cli._aggregate_description(Namespace(experts=None))
+    assert "8 experts: 4 ABO (N ∈ {50, 200}, σ ∈ {0.5, 1}, D ∈ {1024})" in text
+    assert "4 SW-KRLS (N ∈ {50, 200}, s = 1/σ)" in text
+    agg = ex.make_forecast_model("aggregate")
+    assert [name for name, _ in agg.estimators] == [
+        "abo-N50-s0.5-D1024", "abo-N200-s0.5-D1024", "abo-N50-s1-D1024",
+        "abo-N200-s1-D1024", "krls-N50-l2", "krls-N50-l1", "krls-N200-l2",
+        "krls-N200-l1"]
+    for experts, fragment in (("abo_window=20", "is not 'name=v1,v2'"),
+                              ("abo_windows=a", "needs integers"),
+                              ("abo_windows=;krls_windows=", "has no expert"),
+                              ("sigmas=-1", "positive values")):
+        status, _, err = run(["--csv", series_csv, *SMALL, "--model", "aggregate",
+                              "--experts", experts, "--no-save"], capsys)
+        one_line_error(status, err, "--experts", fragment)
+    status, _, err = run(["--csv", series_csv, *SMALL, "--experts", EXPERTS, "--no-save"],
+                         capsys)
+    one_line_error(status, err, "--experts is the expert grid of --model aggregate")
+
+
+def test_aggregate_saved_and_loaded(tmp_path, series_csv, capsys):
+    model = tmp_path / "m.joblib"
+    status, _, err = run(["--csv", series_csv, *SMALL, "--model", "aggregate", "--experts",
+                          EXPERTS, "--no-save", "--save-model", model], capsys)
+    assert status == 0, err
+    saved = joblib.load(model)
+    assert saved.settings["model"] == "aggregate" and saved.settings["experts"] == EXPERTS
+    assert np.all(np.isfinite(saved.predict()))
+    write(tmp_path / "new.csv", {"a": columns(seed=4)["a"]}, rows=range(0, 30),
+          times=TIMES + N * STEP)
+    status, out, err = run(["--csv", tmp_path / "new.csv", "--load-model", model,
+                            "--quiet", "--no-save"], capsys)
+    assert status == 0, err
+    assert "aggregate: final weights (3 experts)" in out

@@ -74,7 +74,11 @@ __all__ = [
     "time_calls",
 ]
 
-MODELS = ("abo", "orfit", "ensemble", "sw-krls", "qrd-rls", "ewrls")
+MODELS = ("abo", "orfit", "ensemble", "sw-krls", "qrd-rls", "ewrls", "aggregate")
+# the expert grid of model "aggregate" when none is given (make_expert_grid's
+# parameters): chosen by measurement on the bundled series (README, "The command line")
+DEFAULT_EXPERTS = {"abo_windows": (50, 200), "sigmas": (0.5, 1.0), "n_components": (1024,),
+                   "krls_windows": (50, 200)}
 TRANSFORMS = ("none", "diff", "logdiff")
 
 # ABO paper, Table 5: the authors' C++ (Google Benchmark, i7-1370P, one thread),
@@ -470,8 +474,13 @@ def make_forecast_model(
     n_partitions=4,
     n_jobs=None,
     random_state=0,
+    experts=None,
 ):
     """The streaming model ``name`` (one of :data:`MODELS`) on lagged inputs.
+
+    ``aggregate``: :class:`~sklearn_orfit.AggregatingRegressor` (BOA) over the experts
+    of :func:`~sklearn_orfit.make_expert_grid` with the parameters ``experts`` (a dict;
+    ``None``: :data:`DEFAULT_EXPERTS`).
 
     ``abo``: random Fourier features → :class:`QREWRLSRegressor`; ``orfit`` and ``ewrls``:
     random Fourier features → :class:`ORFitRegressor` / :class:`EWRLSRegressor`;
@@ -486,6 +495,14 @@ def make_forecast_model(
     def features():
         return RandomFourierFeatures(n_components, sigma=sigma, random_state=random_state)
 
+    if name == "aggregate":
+        from ..compose._aggregating import AggregatingRegressor, make_expert_grid
+
+        grid = make_expert_grid(**{**(DEFAULT_EXPERTS if experts is None else experts),
+                                   "random_state": random_state})
+        if not grid:
+            raise ValueError("the expert grid is empty: give ABO or SW-KRLS windows.")
+        return AggregatingRegressor(grid, history_size=None, n_jobs=n_jobs)
     if name == "abo":
         reg = QREWRLSRegressor(
             window_size, forgetting_factor=forgetting_factor, alpha=alpha or 0.0
@@ -547,6 +564,7 @@ class ForecastResult:
     scores: dict = field(default_factory=dict)
     checkpoint: tuple = None
     future: dict = None  # the forecast of the values after the data (the CLI's)
+    experts: dict = None  # model "aggregate": its weights (the CLI's)
 
 
 def run_forecast(model, problem, *, skip, chunk_size=250, quiet=True, desc="forecast",

@@ -192,7 +192,18 @@ def build_parser():
                    help="abo: random Fourier features -> QR-EWRLS (default); orfit: "
                    "features -> ORFit; ensemble: feature-partition ensemble of abo; "
                    "sw-krls, qrd-rls: the baselines on the lags; ewrls: features -> "
-                   "covariance-form EW-RLS")
+                   "covariance-form EW-RLS; aggregate: online aggregation (BOA) of a grid "
+                   "of abo and sw-krls experts (--experts), which chooses its own "
+                   "settings as the stream goes, with no tuning phase")
+    m.add_argument("--experts", metavar="SPEC", default=None, action=_Once,
+                   help="the expert grid of --model aggregate: parameters of "
+                   "sklearn_orfit.make_expert_grid, 'name=v1,v2;name=...' (abo_windows, "
+                   "sigmas, n_components, abo_alphas, forgetting_factors, krls_windows, "
+                   "krls_length_scales, krls_alphas; an empty list, e.g. 'krls_windows=', "
+                   "leaves that family out). Default: "
+                   + ";".join(f"{k}={','.join(map(str, v))}"
+                              for k, v in ex.DEFAULT_EXPERTS.items())
+                   + " (8 experts; the SW-KRLS length scales are 1/σ)")
     m.add_argument("--n-lags", type=_int_at_least(1), default=20, metavar="L",
                    help="lagged values per row (default 20)")
     m.add_argument("--horizon", type=_int_at_least(1), default=1, metavar="H",
@@ -831,6 +842,18 @@ def _memory_terms(args, n_components, n_values):
                       "--memory-size and --n-components"))
     elif model == "ewrls":
         terms.append((8 * 3 * D * D, "the D × D inverse Gram matrix", "--n-components"))
+    elif model == "aggregate":
+        grid = _parse_experts(getattr(args, "experts", None)) or ex.DEFAULT_EXPERTS
+        n_sig = len(grid["sigmas"]) * len(grid.get("abo_alphas", (0.0,))) * len(
+            grid.get("forgetting_factors", (1.0,)))
+        abo = sum(8 * 3 * n * d * n_sig + 8 * 3 * (min(n, d) + c) ** 2 * n_sig
+                  for n in grid.get("abo_windows", ()) for d in grid["n_components"])
+        n_scales = len(grid.get("krls_length_scales") or grid["sigmas"]) * len(
+            grid.get("krls_alphas", (1e-2,)))
+        krls = sum(8 * 4 * (n + c) ** 2 * n_scales for n in grid.get("krls_windows", ()))
+        terms.append((abo + krls, "the experts' windows and factorisations", "--experts"))
+        terms.append((8 * 4 * c * max(grid["n_components"]) * len(grid["sigmas"]),
+                      "the features of one chunk", "--experts and --chunk-size"))
     elif model == "sw-krls":
         terms.append((8 * 4 * (N + c) ** 2, "the window's kernel matrices",
                       "--window-size"))
@@ -863,7 +886,8 @@ def _check_memory(args, n_components, n_values):
     size, what, options = max(terms)
     values = {"--n-components": n_components, "--window-size": args.window_size,
               "--n-lags": args.n_lags, "--chunk-size": args.chunk_size,
-              "--memory-size": args.memory_size}
+              "--memory-size": args.memory_size,
+              "--experts": repr(getattr(args, "experts", None) or "(the default grid)")}
     named = " and ".join(f"{o} {values[o]}" for o in options.split(" and "))
     raise CLIError(
         f"--model {args.model} with {named} needs about {_bytes(total)} of memory "
@@ -889,7 +913,29 @@ def _model_description(args, n_components):
         "qrd-rls": f"QRDRLSRegressor(N={args.window_size}, {lam}, "
                    f"α={1e-2 if args.alpha is None else args.alpha})",
         "ewrls": f"{feats} → EWRLSRegressor({lam}, δ={args.delta})",
+        "aggregate": _aggregate_description(args),
     }[args.model]
+
+
+def _aggregate_description(args):
+    grid = _parse_experts(getattr(args, "experts", None)) or ex.DEFAULT_EXPERTS
+    sig = ", ".join(f"{x:g}" for x in grid["sigmas"])
+    n_abo = (len(grid.get("abo_windows", ())) * len(grid["sigmas"])
+             * len(grid["n_components"]) * len(grid.get("abo_alphas", (0.0,)))
+             * len(grid.get("forgetting_factors", (1.0,))))
+    scales = grid.get("krls_length_scales") or grid["sigmas"]
+    n_krls = (len(grid.get("krls_windows", ())) * len(scales)
+              * len(grid.get("krls_alphas", (1e-2,))))
+    parts = []
+    if n_abo:
+        parts.append(f"{n_abo} ABO (N ∈ {{{', '.join(map(str, grid['abo_windows']))}}}, "
+                     f"σ ∈ {{{sig}}}, D ∈ {{{', '.join(map(str, grid['n_components']))}}})")
+    if n_krls:
+        parts.append(f"{n_krls} SW-KRLS (N ∈ "
+                     f"{{{', '.join(map(str, grid['krls_windows']))}}}, s = "
+                     + ("1/σ" if not grid.get("krls_length_scales") else
+                        "{" + ", ".join(f"{x:g}" for x in scales) + "}") + ")")
+    return f"AggregatingRegressor(BOA over {n_abo + n_krls} experts: {', '.join(parts)})"
 
 
 def _fmt(x):
@@ -1006,7 +1052,7 @@ _MODEL_FORMAT_VERSION = _model.MODEL_FILE_FORMAT
 _STREAM_SETTINGS = ("model", "n_lags", "horizon", "transform", "window_size",
                     "n_components", "sigma", "forgetting_factor", "alpha", "length_scale",
                     "memory_size", "memory_policy", "delta", "n_partitions",
-                    "random_state", "chunk_size", "levels", "calibration")
+                    "random_state", "chunk_size", "levels", "calibration", "experts")
 
 
 def _output_paths(args, data, names):
@@ -1415,6 +1461,7 @@ def _forecast_task(task):
             quiet=task["quiet"], desc=task["desc"], start_row=start, report_from=report,
             season=task["season"], checkpoint=task["save"])
         forecaster, future = _future_forecast(task, saved)
+        experts = _experts_report(model) if s["model"] == "aggregate" else None
     state = None
     if task["save"]:
         ckpt_model, next_row = result.checkpoint
@@ -1424,7 +1471,7 @@ def _forecast_task(task):
                  "n_rows": problem.first_row + problem.y.shape[0],
                  "forecaster": forecaster, "forecaster_seen": forecaster.n_samples_seen_}
         result = dataclasses.replace(result, checkpoint=None)
-    result = dataclasses.replace(result, future=future)
+    result = dataclasses.replace(result, future=future, experts=experts)
     caught = caught or []
     return result, state, len(caught), _warning_text(caught[0]) if caught else ""
 
@@ -1453,6 +1500,52 @@ def _make_forecaster(s, n_past, n_future, n_jobs):
         conformal_window=max(s["calibration"], 20))
 
 
+_EXPERT_INTS = ("abo_windows", "n_components", "krls_windows")
+_EXPERT_FLOATS = ("sigmas", "abo_alphas", "forgetting_factors", "krls_length_scales",
+                  "krls_alphas")
+
+
+def _parse_experts(text):
+    """``--experts 'abo_windows=50,200;krls_windows='`` → make_expert_grid's keywords
+    (``None`` → the default grid)."""
+    if text is None:
+        return None
+    out = {}
+    for part in (p.strip() for p in str(text).split(";")):
+        if not part:
+            continue
+        key, eq, values = (x.strip() for x in part.partition("="))
+        if not eq or key not in _EXPERT_INTS + _EXPERT_FLOATS:
+            raise CLIError(f"--experts {text!r}: {part!r} is not 'name=v1,v2' with a name "
+                           f"among {', '.join(_EXPERT_INTS + _EXPERT_FLOATS)}")
+        if key in out:
+            raise CLIError(f"--experts {text!r} gives {key} twice")
+        cast = int if key in _EXPERT_INTS else float
+        try:
+            vals = tuple(cast(v) for v in values.split(",") if v.strip())
+        except ValueError:
+            raise CLIError(f"--experts {text!r}: {key} needs "
+                           f"{'integers' if cast is int else 'numbers'}, got "
+                           f"{values!r}") from None
+        if any(not math.isfinite(v) or v <= 0 for v in vals if key != "abo_alphas"
+               and key != "krls_alphas") or any(v < 0 for v in vals):
+            raise CLIError(f"--experts {text!r}: {key} needs positive values")
+        if key == "forgetting_factors" and any(v > 1 for v in vals):
+            raise CLIError(f"--experts {text!r}: forgetting factors are in (0, 1]")
+        if key in ("sigmas", "n_components") and not vals:
+            raise CLIError(f"--experts {text!r}: {key} needs at least one value")
+        out[key] = vals
+    grid = {**ex.DEFAULT_EXPERTS, **out}
+    if not grid.get("abo_windows") and not grid.get("krls_windows"):
+        raise CLIError(f"--experts {text!r} has no expert: give abo_windows or "
+                       "krls_windows")
+    return grid
+
+
+def _expert_grid(s):
+    return _parse_experts(s.get("experts")) or dict(ex.DEFAULT_EXPERTS)
+
+
 def _new_model(s, n_jobs):
     return ex.make_forecast_model(
         s["model"], n_components=s["n_components"], sigma=s["sigma"],
@@ -1461,7 +1554,27 @@ def _new_model(s, n_jobs):
         memory_size=s["memory_size"], memory_policy=s["memory_policy"],
         delta=s["delta"], n_partitions=s["n_partitions"], n_jobs=n_jobs,
         random_state=s["random_state"],
+        experts=_expert_grid(s) if s["model"] == "aggregate" else None,
     )
+
+
+def _experts_report(model):
+    """The aggregate's final weights and each family's share of the weight over the
+    stream (the mean over each quarter of the rows it learned)."""
+    names = [name for name, _ in model.estimators]
+    weights = np.asarray(model.weights_, dtype=np.float64)
+    history = np.asarray(model.weights_history_, dtype=np.float64)
+    family = np.array(["abo" if n.startswith("abo") else "sw-krls" for n in names])
+    shares = {}
+    for fam in ("abo", "sw-krls"):
+        mask = family == fam
+        if not mask.any():
+            continue
+        per_row = history[:, mask].sum(axis=1) if history.shape[0] else np.empty(0)
+        quarters = [float(q.mean()) for q in np.array_split(per_row, 4) if q.size]
+        shares[fam] = {"quarters": quarters, "final": float(weights[mask].sum())}
+    return {"weights": dict(zip(names, weights.tolist())), "family_share": shares,
+            "n_rows": int(history.shape[0])}
 
 
 def _future_forecast(task, saved):
@@ -1481,7 +1594,11 @@ def _future_forecast(task, saved):
     n_past = 0 if exog is None else exog.shape[1] - n_future
     if saved is None:
         fc = _make_forecaster(s, n_past, n_future, task["n_jobs"])
-        m = (s["n_lags"] + 3 + s["window_size"] + h + s["calibration"])
+        window = s["window_size"]
+        if s["model"] == "aggregate":  # the experts' longest window
+            grid = _expert_grid(s)
+            window = max((*grid.get("abo_windows", ()), *grid.get("krls_windows", ())))
+        m = s["n_lags"] + 3 + window + h + s["calibration"]
         values, exog = values[-m:], None if exog is None else exog[-m:]
         fc._start(values, exog)
         first = True
@@ -1736,6 +1853,10 @@ def _forecast(args, out, given=frozenset()):
         data = _drop_seen_rows(args, data, header, notes)
     tuning = _tune(args, data, given) if args.tune else None
     _resolve_settings(args, data.source)
+    if args.experts is not None and args.model != "aggregate":
+        raise CLIError(f"--experts is the expert grid of --model aggregate, not of "
+                       f"--model {args.model}")
+    _parse_experts(args.experts)  # refused before any computation
     continuing = header is not None
     saved_by_series = (_match_saved_series(names, header, streams, args.load_model)
                        if continuing else {})
@@ -1881,6 +2002,19 @@ def _forecast(args, out, given=frozenset()):
                 notes.append(f"{who}some scores overflow float64 (inf/nan above): the "
                              "forecasts are far from the series (the model diverged on this "
                              "stream)")
+        for name, result in results.items():
+            if result.experts is None:
+                continue
+            rep = result.experts
+            who = f"{name}: " if several else ""
+            top = sorted(rep["weights"].items(), key=lambda kv: -kv[1])
+            say(f"\n{who}aggregate: final weights ({len(top)} experts): "
+                + ", ".join(f"{k} {w:.3f}" for k, w in top))
+            for fam, sh in rep["family_share"].items():
+                say(f"  {who}{'ABO' if fam == 'abo' else 'SW-KRLS'} share of the weight "
+                    f"over the {rep['n_rows']} rows learned (mean per quarter): "
+                    + ", ".join(f"{q:.2f}" for q in sh["quarters"])
+                    + f"; final {sh['final']:.2f}")
         # the future: the next h values after the data, with their intervals
         step = _time_step(data.times)
         if step is None and continuing and header.get("time_step") and \
@@ -2004,6 +2138,8 @@ def _forecast(args, out, given=frozenset()):
             for r in reports:
                 r.update(per_series.get(r["name"], {}))
                 r["future"] = future_docs[r["name"]]
+                if results[r["name"]].experts is not None:
+                    r["aggregate"] = results[r["name"]].experts
             doc = {
                 "command": "forecast", "version": __version__, "source": data.source,
                 "description": data.description, "units": units,
