@@ -163,7 +163,7 @@ def test_output_degrades_to_ascii(tmp_path, encoding):
     )
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     out = proc.stdout.decode(encoding)  # valid in the stream's encoding
-    assert "sigma=0.5" in out and "lambda=1.0" in out and "alpha=0.0" in out
+    assert "sigma=0.5" in out and "lambda=1.0" in out and "alpha=0.1" in out  # abo default
     assert "ResMSE" in out and "time per update" in out
     helped = subprocess.run([sys.executable, "-m", "sklearn_orfit", "forecast", "--help"],
                             capture_output=True, env=env, timeout=120, check=False)

@@ -744,11 +744,16 @@ def plot_forecast(result, path, *, title, times=None, rolling=48, last=None, uni
         order = np.argsort(future["levels"])[::-1]  # the widest band first
         for rank, j in enumerate(order):
             lo_b, hi_b = future["intervals"][:, j, 0], future["intervals"][:, j, 1]
-            axes[0].fill_between(fx, lo_b, hi_b, color="tab:green",
-                                 alpha=0.15 + 0.15 * rank, lw=0,
-                                 label=f"{future['levels'][j]:g} % interval")
-        axes[0].plot(fx, future["forecast"], lw=1.4, color="tab:green",
-                     label=f"forecast of the next {h} values")
+            label = f"{future['levels'][j]:g} % interval"
+            if h == 1:  # one value: its intervals as bars
+                axes[0].vlines(fx, lo_b, hi_b, color="tab:green", lw=4 + 3 * rank,
+                               alpha=0.25 + 0.2 * rank, label=label)
+            else:
+                axes[0].fill_between(fx, lo_b, hi_b, color="tab:green",
+                                     alpha=0.15 + 0.15 * rank, lw=0, label=label)
+        axes[0].plot(fx, future["forecast"], lw=1.4, color="tab:green", marker="o",
+                     markersize=2.5, label=("forecast of the next value" if h == 1 else
+                                            f"forecast of the next {h} values"))
     axes[0].set_title(title, fontsize=10)
     axes[0].set_ylabel(units)
     axes[0].legend(loc="best", fontsize=8)
