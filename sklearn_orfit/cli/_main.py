@@ -1616,6 +1616,7 @@ def _future_forecast(task, saved):
             window = max((*grid.get("abo_windows", ()), *grid.get("krls_windows", ())))
         m = s["n_lags"] + 3 + window + h + s["calibration"]
         values, exog = values[-m:], None if exog is None else exog[-m:]
+        fc._validate_params()
         fc._start(values, exog)
         first = True
     else:
