@@ -163,7 +163,7 @@ def test_output_degrades_to_ascii(tmp_path, encoding):
     )
     assert proc.returncode == 0, proc.stderr.decode(errors="replace")
     out = proc.stdout.decode(encoding)  # valid in the stream's encoding
-    assert "sigma=0.5" in out and "lambda=1.0" in out and "alpha=0.0" in out
+    assert "sigma=0.5" in out and "lambda=1.0" in out and "alpha=0.1" in out  # abo default
     assert "ResMSE" in out and "time per update" in out
     helped = subprocess.run([sys.executable, "-m", "sklearn_orfit", "forecast", "--help"],
                             capture_output=True, env=env, timeout=120, check=False)
@@ -242,7 +242,8 @@ def test_interrupted_figure_leaves_no_partial_file(tmp_path, capsys, monkeypatch
                         "--output-dir", out_dir], capsys)
     assert status == 130
     assert png.read_bytes() == b"an earlier figure"
-    assert sorted(os.listdir(out_dir)) == ["forecast_s_x_abo.csv", png.name]
+    assert sorted(os.listdir(out_dir)) == ["forecast_s_x_abo.csv", png.name,
+                                           "forecast_s_x_abo_future.csv"]
 
 
 def test_written_files_are_complete_and_readable(tmp_path, capsys):
@@ -252,7 +253,8 @@ def test_written_files_are_complete_and_readable(tmp_path, capsys):
     status, _, _ = run(["forecast", "--csv", tmp_path / "s.csv", "--column", "x", *SMALL,
                         "--no-plot", "--output-dir", out_dir], capsys)
     assert status == 0
-    assert os.listdir(out_dir) == ["forecast_s_x_abo.csv"]
+    assert sorted(os.listdir(out_dir)) == ["forecast_s_x_abo.csv",
+                                           "forecast_s_x_abo_future.csv"]
     path = out_dir / "forecast_s_x_abo.csv"
     with open(path, newline="", encoding="utf-8") as fh:
         assert len(list(csv.reader(fh))) == 1 + 200 - 2 - 4
@@ -437,13 +439,15 @@ def test_colliding_output_names_get_one_file_each(tmp_path, capsys):
                           "--n-components", 32], capsys)
     assert status == 0, err
     written = sorted(p.name for p in tmp_path.glob("forecast_*.csv"))
-    assert len(written) == 3, written
+    assert len(written) == 6, written  # the predictions and the future forecast of each
     # stdout names each file once
-    listed = [line.split(": ", 1)[1] for line in out.splitlines() if line.startswith("predictions: ")]
-    assert len(listed) == len(set(listed)) == 3
+    for what in ("predictions: ", "future forecast: "):
+        listed = [line.split(": ", 1)[1] for line in out.splitlines()
+                  if line.startswith(what)]
+        assert len(listed) == len(set(listed)) == 3
 
 
-@pytest.mark.parametrize("target", ["csv", "predictions", "figure"])
+@pytest.mark.parametrize("target", ["csv", "predictions", "figure", "future"])
 def test_save_model_never_replaces_an_input_or_an_output(tmp_path, capsys, must_not_compute,
                                                           target):
     path = tmp_path / "x.csv"
@@ -451,7 +455,8 @@ def test_save_model_never_replaces_an_input_or_an_output(tmp_path, capsys, must_
     before = path.read_bytes()
     outputs = {"csv": path,  # the series x of x.csv: forecast_x_x_abo.*
                "predictions": tmp_path / "forecast_x_x_abo.csv",
-               "figure": tmp_path / "forecast_x_x_abo.png"}
+               "figure": tmp_path / "forecast_x_x_abo.png",
+               "future": tmp_path / "forecast_x_x_abo_future.csv"}
     status, _, err = run(["forecast", "--csv", path, "--column", "x", "--output-dir",
                           tmp_path, "--save-model", outputs[target], *SMALL], capsys)
     assert status == 2

@@ -1,5 +1,6 @@
-"""The ``sklearn-orfit`` command line."""
+"""The ``sklearn-orfit`` command line, and the model object its ``--save-model`` writes."""
 
 from ._main import main
+from ._model import SavedForecast
 
-__all__ = ["main"]
+__all__ = ["SavedForecast", "main"]

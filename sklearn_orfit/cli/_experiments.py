@@ -89,7 +89,11 @@ __all__ = [
     "time_calls",
 ]
 
-MODELS = ("abo", "orfit", "ensemble", "sw-krls", "qrd-rls", "ewrls")
+MODELS = ("abo", "orfit", "ensemble", "sw-krls", "qrd-rls", "ewrls", "aggregate")
+# the expert grid of model "aggregate" when none is given (make_expert_grid's
+# parameters): chosen by measurement on the bundled series (README, "The command line")
+DEFAULT_EXPERTS = {"abo_windows": (50, 200), "sigmas": (0.5, 1.0), "n_components": (1024,),
+                   "krls_windows": (50, 200)}
 TRANSFORMS = ("none", "diff", "logdiff")
 
 # --------------------------------------------------------------------------- progress
@@ -380,11 +384,14 @@ def min_series_length(*, n_lags, window_size, transform, horizon=1):
     return (0 if transform == "none" else 1) + 2 + n_lags + (horizon - 1) + window_size + 2
 
 
-def problem_from_tail(frame, *, n_lags, transform="none", horizon=1, first_row=0):
+def problem_from_tail(frame, *, n_lags, transform="none", horizon=1, first_row=0,
+                      n_future_exog=0):
     """The rows ``first_row ..`` of the stream held by ``frame`` (a :class:`StreamTail`).
 
     Rows whose target lies beyond the last value are not built (they will be, when the
-    stream continues).
+    stream continues). The last ``n_future_exog`` exogenous columns are *known in
+    advance* (a calendar, a weather forecast): a row holds their standardised value at
+    its target time ``t + horizon``, not their lags.
     """
     t0 = first_origin(n_lags=n_lags, transform=transform) + first_row
     n = frame.end
@@ -393,15 +400,19 @@ def problem_from_tail(frame, *, n_lags, transform="none", horizon=1, first_row=0
     if a < 0:
         raise ValueError("the kept past does not reach back to the first row's lags.")
     n_exog = frame.e.shape[1]
+    n_future = int(n_future_exog)
+    n_past = n_exog - n_future
     z = (frame.s - frame.m) / frame.sd
     origins = t0 + np.arange(n_rows)
     k = origins - frame.start  # origins in the frame
     if n_rows:
         ze = (frame.e - frame.me) / frame.sde if n_exog else None
         X, _ = make_lagged(z[a:], n_lags, horizon=horizon,
-                           exog=None if ze is None else ze[a:])
+                           exog=None if not n_past else ze[a:, :n_past])
+        if n_future:  # the known-future columns at the target times
+            X = np.concatenate([X, ze[k + horizon, n_past:]], axis=1)
     else:
-        X = np.empty((0, n_lags * (1 + n_exog)))
+        X = np.empty((0, n_lags * (1 + n_past) + n_future))
     v = frame.v
     origin_value = v[k]
     actual = v[k + horizon]
@@ -467,8 +478,13 @@ def make_forecast_model(
     n_partitions=4,
     n_jobs=None,
     random_state=0,
+    experts=None,
 ):
     """The streaming model ``name`` (one of :data:`MODELS`) on lagged inputs.
+
+    ``aggregate``: :class:`~sklearn_orfit.AggregatingRegressor` (BOA) over the experts
+    of :func:`~sklearn_orfit.make_expert_grid` with the parameters ``experts`` (a dict;
+    ``None``: :data:`DEFAULT_EXPERTS`).
 
     ``abo``: random Fourier features → :class:`QREWRLSRegressor`; ``orfit`` and ``ewrls``:
     random Fourier features → :class:`ORFitRegressor` / :class:`EWRLSRegressor`;
@@ -483,6 +499,14 @@ def make_forecast_model(
     def features():
         return RandomFourierFeatures(n_components, sigma=sigma, random_state=random_state)
 
+    if name == "aggregate":
+        from ..compose._aggregating import AggregatingRegressor, make_expert_grid
+
+        grid = make_expert_grid(**{**(DEFAULT_EXPERTS if experts is None else experts),
+                                   "random_state": random_state})
+        if not grid:
+            raise ValueError("the expert grid is empty: give ABO or SW-KRLS windows.")
+        return AggregatingRegressor(grid, history_size=None, n_jobs=n_jobs)
     if name == "abo":
         reg = QREWRLSRegressor(
             window_size, forgetting_factor=forgetting_factor, alpha=alpha or 0.0
@@ -543,6 +567,8 @@ class ForecastResult:
     index: np.ndarray = None
     scores: dict = field(default_factory=dict)
     checkpoint: tuple = None
+    future: dict = None  # the forecast of the values after the data (the CLI's)
+    experts: dict = None  # model "aggregate": its weights (the CLI's)
 
 
 def run_forecast(model, problem, *, skip, chunk_size=250, quiet=True, desc="forecast",
@@ -671,12 +697,15 @@ def rolling_mean_abs_error(result, window):
 
 
 def plot_forecast(result, path, *, title, times=None, rolling=48, last=None, units="",
-                  horizon=1):
+                  horizon=1, future=None):
     """Series vs forecast (top, the last ``last`` values) and the rolling error; PNG.
 
     The bottom panel shows the rolling mean absolute error over the whole stream, with
-    the stretch shown on top shaded. Returns ``path``, or ``None`` when matplotlib is
-    not installed.
+    the stretch shown on top shaded. ``future``: the forecast of the values after the
+    data, drawn after them with its bands (a dict: ``x``, the future time stamps or
+    ``None`` for positions; ``forecast``; ``levels`` in %; ``intervals`` of shape
+    ``(horizon, n_levels, 2)``). Returns ``path``, or ``None`` when matplotlib is not
+    installed.
     """
     plt = pyplot()
     if plt is None:
@@ -690,6 +719,22 @@ def plot_forecast(result, path, *, title, times=None, rolling=48, last=None, uni
     axes[0].plot(x[lo:], result.forecast[lo:], lw=1.0, color="tab:orange",
                  label=("one-step-ahead" if horizon == 1 else f"{horizon}-step-ahead")
                  + " forecast (prequential)")
+    if future is not None:
+        h = len(future["forecast"])
+        fx = np.arange(n, n + h) if future.get("x") is None else np.asarray(future["x"])
+        order = np.argsort(future["levels"])[::-1]  # the widest band first
+        for rank, j in enumerate(order):
+            lo_b, hi_b = future["intervals"][:, j, 0], future["intervals"][:, j, 1]
+            label = f"{future['levels'][j]:g} % interval"
+            if h == 1:  # one value: its intervals as bars
+                axes[0].vlines(fx, lo_b, hi_b, color="tab:green", lw=4 + 3 * rank,
+                               alpha=0.25 + 0.2 * rank, label=label)
+            else:
+                axes[0].fill_between(fx, lo_b, hi_b, color="tab:green",
+                                     alpha=0.15 + 0.15 * rank, lw=0, label=label)
+        axes[0].plot(fx, future["forecast"], lw=1.4, color="tab:green", marker="o",
+                     markersize=2.5, label=("forecast of the next value" if h == 1 else
+                                            f"forecast of the next {h} values"))
     axes[0].set_title(title, fontsize=10)
     axes[0].set_ylabel(units)
     axes[0].legend(loc="best", fontsize=8)
