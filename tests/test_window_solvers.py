@@ -372,7 +372,7 @@ def test_primal_core_condition_is_checked(kind, lam):
 
 def test_solve_shifted_solves_every_shift_of_the_block():
     # (P + δΣ) x = b for shifts 1 + δ in [1/4, 4] (a block of a ridge with forgetting),
-    # through products with P⁻¹Σ only; δ = 0 is exact after one step
+    # through products with P⁻¹Σ only; δ = 0 is x₀ itself
     from sklearn_orfit.abo._kernels import EPS, solve_shifted
 
     rng = np.random.default_rng(0)

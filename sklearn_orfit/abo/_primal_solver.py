@@ -363,7 +363,7 @@ class PrimalSolver(CoreBlockSolver):
 
         In the block's scaled coordinates (``x = dβ``), ``P`` a window's normal matrix
         with the reference ridge, ``Σ`` that ridge, ``x₀ = P⁻¹b`` its fast solution:
-        ``(I + δ P⁻¹Σ) x = x₀`` by :func:`~._kernels.solve_shifted` (Chebyshev).
+        ``(I + δ P⁻¹Σ) x = x₀`` by :func:`~._kernels.solve_shifted`.
         Iterated on ``X = Lᵀx`` (then ``ŷ/s = r_newᵀX``): a step is two triangular solves
         with the core factor and one product with each window's ``C⁻¹``.
 

@@ -77,9 +77,9 @@ class QREWRLSRegressor(
           Zero rows and zero-weight rows carry nothing and are decoupled (they keep
           their window slot). A ridge together with forgetting does not scale with the
           weights: the block's factor then has the ridge of its middle window, and each
-          window's system, which differs from it by one scalar, is solved by Chebyshev's
-          iteration against that factor (blocks are kept short enough that its error
-          falls by at least a factor 18 a step).
+          window's system, which differs from it by one scalar, is solved by a short
+          iteration against that factor (blocks are kept short enough that it contracts
+          by at least ``1/9`` a step).
 
           A window whose Gram matrix is worse conditioned than ``1e6``
           (``κ(W½Z) ≳ 1e3``), or that is rank deficient, goes to the orthogonal route: an
@@ -139,9 +139,9 @@ class QREWRLSRegressor(
       memory: the window and ``O(D²)``.
     * windows of up to 32 rows: ``O(N³)`` (``D ≥ N``) or ``O(N·D² + D³)`` per window.
     * a ridge with forgetting: blocks of at most ``2 ln 1.25 / −ln λ`` rows, and per
-      block of windows at most about 13 steps of the iteration, each two triangular solves with
-      the core factor
-      (``2N²`` dual, ``2D²`` primal) and ``O(N·b)`` for the periphery.
+      block of windows at most about 17 steps of the iteration (a few with a small
+      ridge), each two triangular solves with the core factor (``2N²`` dual, ``2D²``
+      primal) and ``O(N·b)`` for the periphery.
 
     The measured costs against the window length are in the benchmarks
     (``benchmarks/bench_window_scaling.py``). There is no intercept: centre ``y`` or

@@ -23,8 +23,8 @@ from ._window import WindowBuffer, normalise_rows
 __all__ = ["CoreBlockSolver", "ReferenceWindow", "SlidingQR", "forgetting_block_size"]
 
 #: a ridge with forgetting: a block's windows have shifts within a factor of this of those
-#: of its reference window (Chebyshev's iteration then gains at least a factor 18 a step,
-#: see :func:`._kernels.solve_shifted`). A wider spread makes longer blocks but widens the
+#: of its reference window (the iteration then contracts by at least 1/9 a step, see
+#: :func:`._kernels.solve_shifted`). A wider spread makes longer blocks but widens the
 #: condition bound of the windows with less ridge than the reference by up to this
 #: factor, sending more ill-conditioned windows to the orthogonal route; measured on
 #: N = 2000, D = 64, λ = 0.9 (random features): spreads 1.25 / 1.5 / 2 give 4.8 / 6.1 /
