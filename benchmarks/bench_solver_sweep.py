@@ -85,7 +85,6 @@ import itertools
 import math
 import os
 import signal
-import sys
 import threading
 import time
 import traceback

@@ -363,7 +363,8 @@ class DualSolver(CoreBlockSolver):
         ``P`` is a window's matrix with the block's reference shifts ``Σ`` (what the
         blocks solve: ``S`` its periphery's Schur complements, ``a`` = ``(P⁻¹ỹ)_I``),
         ``δ_w`` from :meth:`_DualBlock.delta`. With ``x₀ = P⁻¹ỹ``, ``(I + δ P⁻¹Σ) x = x₀``
-        by :func:`~._kernels.solve_shifted` (``P⁻¹Σ`` has its eigenvalues in ``[0, 1]``). A step is two triangular solves with the core factor and one product
+        by :func:`~._kernels.solve_shifted` (``P⁻¹Σ`` has its eigenvalues in
+        ``[0, 1]``). A step is two triangular solves with the core factor and one product
         with each window's ``S⁻¹``, for all the windows together.
 
         Returns ``x`` as ``(x_A, x_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and
