@@ -55,8 +55,14 @@ def test_sliding_qr_columns_keeps_its_invariant(kind, lam):
         assert qr.slide(rows[at + N - 1], sqrt_lam=np.sqrt(lam), drop=True)
         A = rows[at : at + N] * sw[:, None]
         scale = max(1.0, np.abs(A).max())
-        np.testing.assert_allclose(qr.Q.T @ qr.Q, np.eye(N), atol=50 * EPS * at)
-        np.testing.assert_allclose(qr.Q @ qr.R, A.T, atol=50 * EPS * at * scale)
+        # parallel rows are one column ρ_g ẑ_g of the factors, zero rows none: the
+        # factors keep ÃᵀÃ (hence every least-squares solution)
+        k = qr.R.shape[0]
+        np.testing.assert_allclose(qr.Q.T @ qr.Q, np.eye(k), atol=50 * EPS * at)
+        np.testing.assert_allclose(qr.Q @ qr.R, (qr.U * qr.rho[:, None]).T, atol=50 * EPS * at * scale)
+        QR = qr.Q @ qr.R
+        np.testing.assert_allclose(QR @ QR.T, A.T @ A, atol=200 * EPS * at * scale**2)
+        assert k == len({tuple(r) for r in rows[at : at + N] if r.any()})  # distinct non-zero rows
         assert np.allclose(np.tril(qr.R, -1), 0.0)
         Yw = (y[at : at + N] * sw)[:, None]
         ref = np.linalg.lstsq(A, Yw, rcond=None)[0]
@@ -421,3 +427,22 @@ def test_ridge_from_scratch_by_qr_of_the_augmented_window(n, D):
     A_deficient[:, 1] = A_deficient[:, 0]  # and two equal rows
     beta, s = K.lstsq_stack(A_deficient, Y, alpha=1e-300)
     assert s is not None and np.isfinite(beta).all()
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.95])
+@pytest.mark.parametrize("kind", ["constant_start", "duplicated"])
+def test_repeated_rows_merged_on_the_orthogonal_route_match_the_oracle(kind, lam):
+    # a window with repeated rows is rank deficient: every window of the dual route goes
+    # to the orthogonal route, whose factors merge parallel rows (no SVD of R per window)
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+
+    N, D, T = 40, 64, 160
+    Z, y = stream("duplicated" if kind == "duplicated" else "generic", T, D, seed=3)
+    if kind == "constant_start":
+        Z[1 : N // 2], y[1 : N // 2] = Z[0], y[0]
+    reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam)
+    pred = np.concatenate([prequential_predict(reg, Z[a : a + 37], y[a : a + 37]) for a in range(0, T, 37)])
+    assert_oracle(pred, Z, y, N, lam, 0.0)
+    assert reg.n_orthogonal_windows_ > 0  # the route under test was taken
+    o_beta = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=0.0)[2]
+    np.testing.assert_allclose(reg.coef_, np.ravel(o_beta), atol=1e-9 * max(1.0, np.abs(o_beta).max()))

@@ -33,6 +33,20 @@ __all__ = ["CoreBlockSolver", "ReferenceWindow", "SlidingQR", "forgetting_block_
 SHIFT_SPREAD = 1.25
 
 
+#: unit rows whose entries all agree to this are one direction (merged by SlidingQR)
+PARALLEL_TOL = 4 * EPS
+
+
+def _same_direction(u, v):
+    return bool(np.max(np.abs(u - v), initial=0.0) <= PARALLEL_TOL)
+
+
+def _dot_tol(D):
+    # how far the products of two unit rows that agree to PARALLEL_TOL (with a third
+    # unit vector, or with each other: then from 1) can differ, rounding included
+    return 8.0 * (D + 1) * EPS
+
+
 def forgetting_block_size(forgetting_factor):
     """The longest block whose windows' shifts stay within :data:`SHIFT_SPREAD` of its
     middle window's: ``λ^-(b/2) ≤ SHIFT_SPREAD``."""
@@ -99,6 +113,20 @@ class SlidingQR:
     (:func:`scipy.linalg.qr_insert`): ``O(N·D)``, no product of ``Ã`` with itself, so the
     condition number is not squared. Every ``N`` slides the factors are recomputed from
     the window, so rounding cannot accumulate.
+
+    **Parallel rows are merged** (``"columns"`` without a ridge): rows ``ã_k = μ_k ẑ``
+    with one unit row ``ẑ`` (a constant start, repeated rows, a row and its multiple)
+    are one column ``ρ ẑ`` of the factors, ``ρ² = Σ μ_k²``, with the target
+    ``t = Σ μ_k ỹ_k / ρ``; a zero row is no column at all. Both keep ``ÃᵀÃ`` and
+    ``Ãᵀ Ỹ``, so the least-squares solutions, and the minimum-norm one, are those of the
+    window. Rows ``ẑ`` that agree to :data:`PARALLEL_TOL` are merged: their difference
+    is below lstsq's cut-off, which would drop the direction it spans. A row joining or
+    leaving a column rescales that column of ``R`` (``O(n)``; ``Q`` is unchanged); the
+    last row of a column deletes it (``O(N·D)``). Without this a window with repeated
+    rows is rank deficient and every solve needs an SVD of ``R`` (``O(N³)``).
+
+    invariant (merged): ``Q R = [ρ_g ẑ_g]_g`` over the columns ``g``, ``ρ_g² =
+    Σ_{k: col_k = g} μ_k²``, and ``col_k`` is ``-1`` for the zero rows.
     """
 
     def __init__(self, A, *, orientation, window_size, alpha=0.0, slots=None):
@@ -106,10 +134,14 @@ class SlidingQR:
         self.N = window_size
         self.D = A.shape[1]
         self.root_alpha = float(np.sqrt(alpha))
+        self.merged = orientation == "columns" and not self.root_alpha
         self.refactor(A, slots=slots)
 
     def refactor(self, A, *, slots=None):
         """Factorise the weighted window ``A`` (oldest row first, ring ``slots``)."""
+        if self.merged:
+            self._refactor_merged(A)
+            return
         M = A.T if self.orientation == "columns" else A
         if self.root_alpha and self.orientation == "columns":
             E = np.zeros((self.N, A.shape[0]))
@@ -127,6 +159,8 @@ class SlidingQR:
         Returns False when the factors could not be slid reliably (a row deleted from the
         economic factors of a rank-deficient tall window); the caller then refactorises.
         """
+        if self.merged:
+            return self._slide_merged(a, sqrt_lam=sqrt_lam, drop=drop)
         which = "col" if self.orientation == "columns" else "row"
         if self.root_alpha and self.orientation == "columns":
             e = np.zeros(self.N)
@@ -176,6 +210,116 @@ class SlidingQR:
                 return False
         return True
 
+    # ------------------------------------------------------------ merged parallel rows
+    def _refactor_merged(self, A):
+        Zh, mu = normalise_rows(A)
+        n, D = A.shape
+        col = np.full(n, -1, dtype=np.intp)  # zero rows: no column
+        nz = np.flatnonzero(mu > 0)
+        # candidate pairs by one fixed projection (parallel rows project within rounding
+        # of each other), confirmed entry by entry; O(n·D) and a sort
+        p = Zh[nz] @ probes(D)[:, 0]
+        order = np.argsort(p, kind="stable")
+        ps, rows = p[order], nz[order]
+        first = []  # the first row (window position) of each column
+        for a_pos, i in enumerate(rows):
+            if col[i] >= 0:
+                continue
+            col[i] = len(first)
+            first.append(i)
+            for b_pos in range(a_pos + 1, rows.size):
+                if ps[b_pos] - ps[a_pos] > _dot_tol(D):
+                    break
+                j = rows[b_pos]
+                if col[j] < 0 and _same_direction(Zh[i], Zh[j]):
+                    col[j] = col[i]
+        # number the columns by their first row, oldest first
+        first = np.asarray(first, dtype=np.intp)
+        rank = np.empty(first.size, dtype=np.intp)
+        rank[np.argsort(first, kind="stable")] = np.arange(first.size)
+        self.col = np.where(col >= 0, rank[np.maximum(col, 0)], -1)
+        self.mu = mu
+        self.rho = self._rho(self.col, mu, first.size)
+        self.U = Zh[np.sort(first)]
+        self.Q, self.R = qr((self.U * self.rho[:, None]).T, mode="economic", check_finite=False)
+        self.n = n
+        self.slides = 0
+
+    @staticmethod
+    def _rho(col, mu, n_cols):
+        """``ρ_g = ‖μ_k over the rows of column g‖``, scaled against overflow."""
+        ref = mu.max(initial=0.0)
+        ref = ref if ref > 0 else 1.0
+        ok = col >= 0
+        return ref * np.sqrt(np.bincount(col[ok], weights=(mu[ok] / ref) ** 2, minlength=n_cols))
+
+    def _column_norm(self, g):
+        return float(self._rho(np.where(self.col == g, 0, -1), self.mu, 1)[0])
+
+    def _merged_targets(self, Yw):
+        ok = self.col >= 0
+        t = np.zeros((self.rho.size, Yw.shape[1]))
+        np.add.at(t, self.col[ok], (self.mu[ok] / self.rho[self.col[ok]])[:, None] * Yw[ok])
+        return t
+
+    def _rescale(self, g):
+        """Column ``g`` after a row joined or left it: ``R[:, g] ← R[:, g] ρ_new/ρ_old``."""
+        rho_new = self._column_norm(g)
+        R = self.R.copy()  # new arrays: checkpoints keep the old ones
+        R[:, g] *= rho_new / self.rho[g]
+        rho = self.rho.copy()
+        rho[g] = rho_new
+        self.R, self.rho = R, rho
+
+    def _slide_merged(self, a, *, sqrt_lam, drop):
+        # invariant after each step: Q R = [ρ_g ẑ_g]_g (see the class docstring)
+        if drop:
+            g = int(self.col[0])
+            self.col, self.mu = self.col[1:], self.mu[1:]
+            self.n -= 1
+            if g >= 0 and np.any(self.col == g):
+                self._rescale(g)
+            elif g >= 0:  # the column's last row: delete the column
+                Q, R = qr_delete(self.Q, self.R, g, which="col", check_finite=False)
+                k = min(R.shape)
+                self.Q, self.R = Q[:, :k], R[:k]
+                self.U = np.delete(self.U, g, axis=0)
+                self.rho = np.delete(self.rho, g)
+                self.col = np.where(self.col > g, self.col - 1, self.col)
+        if sqrt_lam != 1.0:
+            self.R = self.R * sqrt_lam
+            self.rho = self.rho * sqrt_lam
+            self.mu = self.mu * sqrt_lam
+        zh, m = normalise_rows(a[None, :])
+        zh, m = zh[0], float(m[0])
+        g = -1
+        if m > 0:
+            c = self.U @ zh
+            for j in np.flatnonzero(c >= 1.0 - _dot_tol(zh.size)):
+                if _same_direction(self.U[j], zh):
+                    g = int(j)
+                    break
+        self.col, self.mu = np.append(self.col, g), np.append(self.mu, m)
+        self.n += 1
+        self.slides += 1
+        if g >= 0:  # a parallel row: its column grows
+            self._rescale(g)
+        elif m > 0:  # a new direction: a new column
+            self.col[-1] = self.rho.size
+            try:
+                Q, R = qr_insert(self.Q, self.R, a, self.rho.size, which="col", check_finite=False)
+                q = Q[:, -1]
+                ok = abs(q @ q - 1.0) <= 1e-10
+            except np.linalg.LinAlgError:
+                ok = False
+            if ok:
+                self.Q, self.R = Q, R
+            else:  # in the span of the other columns to rounding (see slide)
+                self._append_dependent_column(a)
+            self.U = np.vstack([self.U, zh[None, :]])
+            self.rho = np.append(self.rho, m)
+        return True
+
     def _append_dependent_column(self, a):
         Q = self.Q
         e = np.zeros(Q.shape[0])
@@ -199,6 +343,10 @@ class SlidingQR:
         """
         Q, R = self.Q, self.R
         n_rows, D = (R.shape[0], Q.shape[0]) if self.orientation == "columns" else (Q.shape[0], Q.shape[1])
+        if self.merged:
+            # the columns' targets t_g = Σ μ_k ỹ_k / ρ_g (zero rows add nothing); the
+            # cut-off is the window's, of n rows
+            Yw, n_rows = self._merged_targets(Yw), self.n
         if self.root_alpha:
             # the augmented window's minimum-norm solution is the ridge solution
             alpha = 0.0
