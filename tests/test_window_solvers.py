@@ -446,3 +446,51 @@ def test_repeated_rows_merged_on_the_orthogonal_route_match_the_oracle(kind, lam
     assert reg.n_orthogonal_windows_ > 0  # the route under test was taken
     o_beta = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=0.0)[2]
     np.testing.assert_allclose(reg.coef_, np.ravel(o_beta), atol=1e-9 * max(1.0, np.abs(o_beta).max()))
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.95])
+@pytest.mark.parametrize("kind", ["constant_start", "duplicated"])
+def test_repeated_rows_of_a_tall_window_take_the_dual_route_and_match_the_oracle(kind, lam):
+    # D < N: a window of more than D rows with at most D distinct ones is rank deficient
+    # on the primal route (an SVD per window); counted once, its repeated rows keep the
+    # window on the dual route, whose orthogonal factors merge them
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+    from sklearn_orfit.abo._qr_ewrls import DualThenPrimal
+
+    N, D, T = 60, 40, 200
+    Z, y = stream("generic", T, D, seed=5)
+    if kind == "constant_start":
+        Z[1:30], y[1:30] = Z[0], y[0]
+    else:  # every third row repeats the row before it, whatever the call boundaries
+        Z[2::3], y[2::3] = Z[1::3][: Z[2::3].shape[0]], y[1::3][: Z[2::3].shape[0]]
+    reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam)
+    first = prequential_predict(reg, Z[:N], y[:N])
+    assert isinstance(reg._solver, DualThenPrimal)
+    # the full window has N = 60 rows, 31 (constant start) or 40 distinct: the dual route
+    assert not reg._solver.primal and reg.n_window_ == N
+    rest = [prequential_predict(reg, Z[a : a + 23], y[a : a + 23]) for a in range(N, T - 10, 23)]
+    done = N + 23 * len(rest)
+    ones = []
+    for i in range(done, T):  # and one row at a time
+        ones.append(prequential_predict(reg, Z[i : i + 1], y[i : i + 1]))
+    pred = np.concatenate([first, *rest, *ones])
+    assert_oracle(pred, Z, y, N, lam, 0.0)
+    o_beta = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=0.0)[2]
+    np.testing.assert_allclose(reg.coef_, np.ravel(o_beta), atol=1e-9 * max(1.0, np.abs(o_beta).max()))
+
+
+def test_distinct_in_windows_counts_like_a_set():
+    # the dual-or-primal choice counts each window's distinct non-zero rows
+    from sklearn_orfit.abo._qr_ewrls import distinct_in_windows, row_keys
+
+    rng = np.random.default_rng(0)
+    base = rng.normal(size=(6, 3))
+    Z = base[rng.integers(0, 6, size=80)]
+    Z[rng.random(80) < 0.2] = 0.0
+    keys, nonzero = row_keys(Z), Z.any(axis=1)
+    assert row_keys(Z[:1] * 1.0)[0] == keys[0] and row_keys(Z[:1] * 2.0)[0] != keys[0] or not nonzero[0]
+    for N in (1, 4, 9, 80, 200):
+        end = np.arange(1, 81)
+        got = distinct_in_windows(keys, nonzero, end, N)
+        want = [len({Z[i].tobytes() for i in range(max(0, e - N), e) if nonzero[i]}) for e in end]
+        np.testing.assert_array_equal(got, want)

@@ -388,6 +388,14 @@ class DualThenPrimal:
     fewer than ``D − D/16`` non-zero rows again and the dual ring can hold it (the margin
     keeps a window whose count hovers at ``D`` from switching at every row: each switch
     refactorises the window, ``O(N·D·min(N, D))``).
+
+    Without a ridge, repeated rows count once: a window of ``n > D`` rows with at most
+    ``D`` distinct non-zero ones (a constant start, duplicated records) is rank deficient
+    on the primal route, where every window would need an SVD, but on the dual route's
+    orthogonal factors its repeated rows are one column (:class:`SlidingQR`), solved by a
+    triangular solve. Rows are compared by a hash of their bytes (:func:`row_keys`): a
+    row and a multiple of it count twice, which only keeps today's route; two distinct
+    rows with one key (probability ``≈ 2⁻⁶⁴`` a pair) would only make a window slower.
     """
 
     def __init__(self, **params):
@@ -398,6 +406,9 @@ class DualThenPrimal:
         self.primal = False
         self.n_orthogonal_switched = 0  # windows of the solvers switched away from
         self.n_switches = 0
+        # invariant: keys[i] = row_keys of the window's row i (oldest first), or None
+        # when rows are counted by their norms alone (a ridge: no rank deficiency)
+        self.keys = None if params["alpha"] else np.zeros(0, dtype=np.uint64)
 
     def _dual(self):
         if self.dual_params["window_size"] <= SHORT_WINDOW:
@@ -432,13 +443,19 @@ class DualThenPrimal:
         D = self.params["n_features"]
         N, N_dual = self.params["window_size"], self.dual_params["window_size"]
         parts, a = [], 0
+        new_keys = None if self.keys is None else row_keys(Z)
         while a < Z.shape[0]:
             buf = self.inner.buf
-            # non-zero rows and rows of the window once each row of Z[a:] is learned
+            # non-zero (distinct) rows and rows of the window once each row of Z[a:] is
+            # learned
             held = np.concatenate([buf.s[buf.slots()] != 0, Z[a:].any(axis=1)])
-            c = np.concatenate([[0], np.cumsum(held)])
             end = buf.n + 1 + np.arange(Z.shape[0] - a)
-            n_nonzero = c[end] - c[np.maximum(0, end - N)]
+            if self.keys is None:
+                c = np.concatenate([[0], np.cumsum(held)])
+                n_nonzero = c[end] - c[np.maximum(0, end - N)]
+            else:
+                n_nonzero = distinct_in_windows(
+                    np.concatenate([self.keys, new_keys[a:]]), held, end, N)
             n_rows = np.minimum(end, N)
             if self.primal:
                 # back to the dual route at the first row whose window qualifies
@@ -450,6 +467,8 @@ class DualThenPrimal:
             k = int(np.argmax(dual)) if dual.any() else Z.shape[0] - a
             if k:
                 parts.append(self.inner.update(Z[a : a + k], Y[a : a + k], predict=predict))
+                if self.keys is not None:  # a new array: checkpoints keep the old one
+                    self.keys = np.concatenate([self.keys, new_keys[a : a + k]])[-N:]
                 a += k
             if a < Z.shape[0]:
                 self._switch()
@@ -466,3 +485,41 @@ class DualThenPrimal:
         self.n_orthogonal_switched += self.inner.n_orthogonal
         self.n_switches += 1
         self.inner, self.primal = other, not self.primal
+
+
+def row_keys(Z):
+    """A 64-bit key of each row's bytes: equal rows, equal keys (deterministic across
+    processes, so a pickled stream continues with the same routes)."""
+    V = np.ascontiguousarray(Z, dtype=np.float64).view(np.uint64)
+    mult = (np.arange(1, V.shape[1] + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)) | np.uint64(1)
+    h = V ^ (V >> np.uint64(29))
+    h *= mult
+    h ^= h >> np.uint64(32)
+    return h.sum(axis=1, dtype=np.uint64)
+
+
+def distinct_in_windows(keys, nonzero, end, N):
+    """Distinct non-zero rows of the windows ``[max(0, e − N), e)`` of a sequence.
+
+    ``keys`` and ``nonzero`` describe the sequence's rows, ``end`` the windows' ends.
+    A row counts when no earlier row of its window has its key: with ``prev[u]`` the last
+    earlier row of the same key, row ``u`` of window ``[lo, e)`` counts when
+    ``prev[u] < lo``. ``O(len(end)·N)`` comparisons, in chunks.
+    """
+    L = keys.size
+    order = np.argsort(keys, kind="stable")
+    ks = keys[order]
+    prev = np.full(L, -1, dtype=np.intp)
+    same = np.flatnonzero(ks[1:] == ks[:-1]) + 1
+    prev[order[same]] = order[same - 1]
+    out = np.empty(end.size, dtype=np.intp)
+    step = max(1, 2**20 // max(1, N))
+    for a in range(0, end.size, step):
+        e = end[a : a + step]
+        lo = np.maximum(0, e - N)
+        u = lo[:, None] + np.arange(min(N, L))[None, :]  # the windows' rows
+        inside = u < e[:, None]
+        u = np.minimum(u, L - 1)
+        first = nonzero[u] & (prev[u] < lo[:, None]) & inside
+        out[a : a + step] = first.sum(axis=1)
+    return out
