@@ -494,3 +494,49 @@ def test_distinct_in_windows_counts_like_a_set():
         got = distinct_in_windows(keys, nonzero, end, N)
         want = [len({Z[i].tobytes() for i in range(max(0, e - N), e) if nonzero[i]}) for e in end]
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("lam,alpha", [(1.0, 0.0), (0.95, 0.0), (0.95, 0.1)])
+@pytest.mark.parametrize("D", [40, 80])
+def test_zero_weight_rows_are_predicted_in_one_pass_and_keep_a_full_rank_core(D, lam, alpha):
+    # zero-weight rows are zero rows to the solver; their predictions x_i·β_{i−1} are made
+    # in the same pass (no call split per zero row), and on the primal route (D < N) the
+    # blocks are kept short enough that their core has D non-zero rows: no window of a
+    # full-rank stream goes to the orthogonal route
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+    from sklearn_orfit.abo._window_solvers import CoreBlockSolver
+
+    N, T = 60, 260
+    Z, y = stream("generic", T, D, seed=11)
+    w = np.random.default_rng(3).uniform(0.5, 2.0, size=T)
+    w[np.random.default_rng(4).random(T) < 0.25] = 0.0
+    w[:3] = 1.0
+    reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam, alpha=alpha)
+    updates = []
+    real = CoreBlockSolver.update
+
+    def counted(self, *args, **kwargs):
+        updates.append(1)
+        return real(self, *args, **kwargs)
+
+    CoreBlockSolver.update = counted
+    parts, n_orth = [], []
+    try:
+        for a in range(0, T, 37):
+            parts.append(prequential_predict(reg, Z[a : a + 37], y[a : a + 37], sample_weight=w[a : a + 37]))
+            n_orth.append(reg.n_orthogonal_windows_)
+    finally:
+        CoreBlockSolver.update = real
+    pred = np.concatenate(parts)
+    # one solver update a call (and one more for a switch between routes)
+    assert len(updates) <= -(-T // 37) + 2
+    if alpha == 0.0:
+        # once the window is full (the first block after the switch to the primal route,
+        # in the fill, may have a core of exactly D rows), no window is orthogonal
+        assert n_orth[-1] == n_orth[1]
+    o_pred, kappa, o_beta = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=alpha,
+                                               sample_weight=w)
+    tol = np.maximum(1e-9, 100 * EPS * kappa) * np.abs(o_pred).max()
+    err = np.abs(pred.reshape(o_pred.shape) - o_pred).max(axis=1)
+    assert np.all(err <= tol), f"step {int(np.argmax(err / tol))}"
+    np.testing.assert_allclose(reg.coef_, np.ravel(o_beta), atol=1e-9 * max(1.0, np.abs(o_beta).max()))

@@ -311,7 +311,7 @@ class DualSolver(CoreBlockSolver):
                 kappa = np.sqrt(nK2 * (np.abs(inv2) / vv).max(axis=1))
             if blk.forgets:
                 # window j's matrix is P + δΣ; no refinement route (its residual is P's)
-                delta = blk.delta(blk.window_steps(None if new is None else new[sel]))
+                delta = blk.delta(blk.window_steps(hi[sel]))
                 # ‖Σ‖_F of the window (the scaled shifts of its core and periphery rows)
                 nS2 = blk.nSA2 + (blk.shiftP[idx] ** 2 * valid).sum(axis=1)
                 with np.errstate(invalid="ignore", divide="ignore"):
@@ -512,11 +512,11 @@ class DualSolver(CoreBlockSolver):
             spread = np.exp(np.fmax.reduce(V, axis=1) - np.fmin.reduce(V, axis=1))
         return np.where(np.isnan(spread), 1.0, spread)  # a window of zero rows: β = 0
 
-    def _coef(self, blk, a_P):
+    def _coef(self, blk, a_P, lo, hi):
         if isinstance(a_P, _Solution):  # the whole window's â (a ridge with forgetting)
             return self.buf.Zh.T @ a_P.by_slot(self.buf.N)
         # â_A = K̂_AA⁻¹ ỹ_A − X_I â_I,  β = Ẑ_Aᵀ â_A + Ẑ_Iᵀ â_I
-        I = slice(blk.dropped, blk.m)
+        I = slice(lo, hi)
         # â by ring slot (zero outside the window): one product with the ring, no copy
         # of the window's rows
         a = np.zeros((self.buf.N, a_P.shape[1]))

@@ -296,13 +296,17 @@ class GivensSolver:
         )
         self.n_orthogonal = 0
 
-    def update(self, Z, Y, *, predict):
-        """Learn the rows of ``Z`` one at a time; return the prequential predictions."""
+    takes_inert = True
+
+    def update(self, Z, Y, *, predict, inert=None):
+        """Learn the rows of ``Z`` one at a time; return the prequential predictions
+        (of ``inert[1]``'s rows where ``inert[0]``: see ``update_rows``)."""
         Y_pred = np.empty((Z.shape[0], Y.shape[1])) if predict else None
         Zh, s = normalise_rows(Z)
         for t in range(Z.shape[0]):
             if predict:
-                Y_pred[t] = Z[t] @ self.window.beta
+                x = inert[1][t] if inert is not None and inert[0][t] else Z[t]
+                Y_pred[t] = x @ self.window.beta
             self.window.update(Z[t], Y[t])
             self.buf.push(Zh[t], s[t], Y[t])
         return Y_pred

@@ -286,7 +286,37 @@ class PrimalSolver(CoreBlockSolver):
             self.gram = _WindowGram(self.buf, log_lam=np.log(self.lam) if self.lam < 1 else 0.0, alpha=self.alpha)
         else:
             self.gram.advance(self.buf, self.block)
-        return _PrimalBlock(buf=self.buf, block_size=self.b, lam=self.lam, alpha=self.alpha, c=self.c, gram=self.gram)
+        return _PrimalBlock(buf=self.buf, block_size=self._core_block_size(), lam=self.lam, alpha=self.alpha,
+                            c=self.c, gram=self.gram)
+
+    def _core_block_size(self):
+        """The block size ``b' ≤ b`` of the next block: the largest whose core keeps
+        ``D + D/16`` non-zero rows (else ``D``).
+
+        Without a ridge a core of fewer than ``D`` non-zero rows (zero-weight rows are zero
+        rows) is singular, and every window of its block would go to the orthogonal route
+        although the windows themselves are full rank. A window with ``n_eff > D``
+        non-zero rows has a full-rank core for blocks short enough that the core keeps
+        ``D`` of them: the core's factorisation is then ``O(D³/b')`` a row instead of
+        ``O(D³/b)``; taken while that stays below the orthogonal route's ``O(N·D)`` a row
+        (``b' ≥ D²/(12 N)``), else the block keeps ``b``.
+        """
+        buf = self.buf
+        if self.alpha > 0 or buf.n == 0:
+            return self.b
+        nonzero = buf.s[buf.slots()] > 0  # oldest first
+        # in_core[e] = non-zero rows of slots[e:], the core of a block with ell = e
+        in_core = np.concatenate([np.cumsum(nonzero[::-1])[::-1], [0]])
+        b = np.arange(1, self.b + 1)
+        ell = np.minimum(buf.n, np.maximum(0, buf.n + b - buf.N))
+        for need in (self.D + max(1, self.D // 16), self.D):
+            ok = in_core[ell] >= need
+            if ok.all():
+                return self.b
+            if ok.any():
+                short = int(b[ok].max())  # in_core[ell] does not grow with b
+                return short if short >= self.D**2 / (12 * self.N) else self.b
+        return self.b
 
     def _solve_windows(self, blk, lo, hi, new, s_new=None, seg=None):
         """Solve windows ``core + periphery[lo_i, hi_i)`` together.
@@ -330,7 +360,7 @@ class PrimalSolver(CoreBlockSolver):
                 kappa = norm * inv
             if blk.forgets:
                 # window j's matrix is P + δΣ
-                delta = blk.delta(blk.window_steps(None if new is None else new[sel]))
+                delta = blk.delta(blk.window_steps(hi[sel]))
                 with np.errstate(invalid="ignore", divide="ignore"):
                     kappa = blk.widen_kappa(kappa, delta, blk.n_ridge / norm)
             r = np.where((kappa <= GRAM_KAPPA_MAX) & solved, FAST, ORTHOGONAL)
@@ -395,11 +425,11 @@ class PrimalSolver(CoreBlockSolver):
         (X,), ok = solve_shifted(apply_M, [X0], [np.repeat(delta, c)[None, :]], size)
         return X.reshape(D, nw, c), ok
 
-    def _coef(self, blk, nu_m):
+    def _coef(self, blk, nu_m, lo, hi):
         if isinstance(nu_m, _Scaled):  # X = Lᵀx of the window (a ridge with forgetting)
             return lapack.dtrtrs(blk.L, nu_m.X, lower=1, trans=1)[0] / blk.d[:, None]
         # β = d⁻¹ L_A⁻ᵀ (h_I − R_I ν C⁻¹ ν R_Iᵀ h_I),  h_I = h_A + R_I (w s y)_I
-        I = slice(blk.dropped, blk.m)
+        I = slice(lo, hi)
         w = blk.h + blk.R[:, I] @ (blk.wy[I] - nu_m)
         return lapack.dtrtrs(blk.L, w, lower=1, trans=1)[0] / blk.d[:, None]
 

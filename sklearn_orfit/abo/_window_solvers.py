@@ -71,10 +71,11 @@ class ReferenceWindow:
         """``δ = λ^-(j − j_ref) − 1`` of the windows ``j = steps`` of the block."""
         return np.expm1(-(np.asarray(steps, dtype=float) - self.j_ref) * self.log_lam)
 
-    def window_steps(self, new):
-        """The block step ``j`` of the windows before the rows at periphery positions
-        ``new`` (``None``: the current window, for the coefficients)."""
-        return np.array([self.j]) if new is None else new - self.ell
+    def window_steps(self, hi):
+        """The block step ``j`` of the windows that end at periphery position ``hi``
+        (the window before the row at position ``p`` ends at ``p``, the current one at
+        ``m``; positions count the ``ℓ`` old rows first)."""
+        return np.asarray(hi) - self.ell
 
     @staticmethod
     def widen_kappa(kappa, delta, ridge_share):
@@ -381,6 +382,30 @@ class SlidingQR:
 FAST, REFINE, ORTHOGONAL = 0, 1, 2
 
 
+def update_rows(solver, Z, Y, *, predict, inert=None):
+    """``solver.update(Z, Y, predict=predict)`` with ``inert`` rows (see
+    :meth:`CoreBlockSolver.update`) for any solver.
+
+    A solver without its own support (``takes_inert`` false) learns the call in pieces
+    that start at the inert rows; an inert row's prediction is ``x·β`` of the solver's
+    coefficients before it.
+    """
+    if inert is None or not predict or not inert[0].any():
+        return solver.update(Z, Y, predict=predict)
+    if getattr(solver, "takes_inert", False):
+        return solver.update(Z, Y, predict=True, inert=inert)
+    mask, X = inert
+    out = np.empty((Z.shape[0], Y.shape[1]))
+    bounds = [0, *[int(j) for j in np.flatnonzero(mask) if j > 0], Z.shape[0]]
+    for a, b in zip(bounds[:-1], bounds[1:]):
+        if mask[a]:
+            out[a] = X[a] @ solver.coef()
+        P = solver.update(Z[a:b], Y[a:b], predict=True)
+        live = ~mask[a:b]
+        out[a:b][live] = P[live]
+    return out
+
+
 class CoreBlockSolver:
     """Shared skeleton of the block solvers (:mod:`._dual_solver`, :mod:`._primal_solver`).
 
@@ -396,6 +421,7 @@ class CoreBlockSolver:
     """
 
     orientation = None  # of the SlidingQR: "columns" (D ≥ N) or "rows" (D < N)
+    takes_inert = True  # update(..., inert=...): see update_rows
 
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size, gram):
         self.N, self.D, self.c = window_size, n_features, n_targets
@@ -410,15 +436,22 @@ class CoreBlockSolver:
         self.orth_idle = 0
         self.n_orthogonal = 0
 
-    def update(self, Z, Y, *, predict):
-        """Learn the rows of ``Z`` in order; return the prequential predictions if asked."""
+    def update(self, Z, Y, *, predict, inert=None):
+        """Learn the rows of ``Z`` in order; return the prequential predictions if asked.
+
+        ``inert``: ``(mask, X)``, rows of ``Z`` that are zero (zero-weight rows) and
+        whose prediction is that of ``X``'s row by the window before it, ``x_i·β_{i−1}``
+        (one solve of that window's coefficients each, ``O(N·D)``, in the same pass).
+        """
         Zh, s = self._normalise(Z)
         Y_pred = np.zeros((Z.shape[0], self.c)) if predict else None
         a = 0
         while a < Z.shape[0]:
             blk = self._block()
             b = min(Z.shape[0], a + blk.b - blk.j)  # the rows of this call in this block
-            self._segment(blk, Zh[a:b], s[a:b], Y[a:b], Z[a:b], None if Y_pred is None else Y_pred[a:b])
+            piece = None if inert is None or not predict else (inert[0][a:b], inert[1][a:b])
+            self._segment(blk, Zh[a:b], s[a:b], Y[a:b], Z[a:b], None if Y_pred is None else Y_pred[a:b],
+                          inert=piece)
             a = b
         return Y_pred
 
@@ -427,12 +460,17 @@ class CoreBlockSolver:
         if self.buf.n == 0:
             return np.zeros((self.D, self.c))
         blk = self._block()
-        lo, hi = np.array([blk.dropped]), np.array([blk.m])
-        route, _, parts = self._solve_windows(blk, lo, hi, None)
+        return self._window_beta(blk, blk.dropped, blk.m)
+
+    def _window_beta(self, blk, lo, hi):
+        """``β`` of the window ``core + periphery[lo, hi)``, whose rows are all in the
+        ring (the current window, or the window before a row of a segment, while the
+        segment writes its rows)."""
+        route, _, parts = self._solve_windows(blk, np.array([lo]), np.array([hi]), None)
         if route[0] == FAST:
-            return self._coef(blk, parts[0])
+            return self._coef(blk, parts[0], lo, hi)
         if route[0] == REFINE:
-            return self._refined(blk, blk.dropped, blk.m, parts[0])
+            return self._refined(blk, lo, hi, parts[0])
         return self._orthogonal_beta()
 
     def checkpoint(self, n_rows):
@@ -479,12 +517,13 @@ class CoreBlockSolver:
             self.block = self._new_block()
         return self.block
 
-    def _segment(self, blk, Zh, s, Y, Z, out):
+    def _segment(self, blk, Zh, s, Y, Z, out, inert=None):
         """Learn rows that all fall in block ``blk``; predictions into ``out`` if given.
 
         The rows enter the periphery together (matrix products), the windows before each
         of them are solved together; then the rows are written to the ring one by one,
-        and windows flagged for the orthogonal route are solved on it in order.
+        and windows flagged for the orthogonal route are solved on it in order, as are
+        the coefficients of the windows before ``inert`` rows (see :meth:`update`).
         """
         buf, n = self.buf, Zh.shape[0]
         held = buf.n + np.arange(n)  # rows held before each new row
@@ -514,7 +553,11 @@ class CoreBlockSolver:
                 # have replaced the slots they were written to
                 k = P_old[i].copy()
                 k[slots[:i]] = P_new[i, :i]
-            if route[i] == REFINE:
+            if inert is not None and inert[0][i]:
+                # a zero row: x_i·β_{i−1}, β_{i−1} of the window core + periphery[lo_i, hi_i)
+                if held[i]:
+                    out[i] = inert[1][i] @ self._window_beta(blk, lo[i], hi[i])
+            elif route[i] == REFINE:
                 out[i] = s[i] * self._refined(blk, lo[i], hi[i], parts[i], k=k)
             elif route[i] == ORTHOGONAL:
                 out[i] = Z[i] @ self._orthogonal_beta()
