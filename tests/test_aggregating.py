@@ -422,3 +422,12 @@ def test_dask_cluster_equals_sequential(dask_client):
     # the work really ran on the cluster's worker processes
     assert len(dask_client.scheduler_info()["workers"]) == 2
     assert sum(dask_client.run(lambda: 1).values()) == 2
+
+
+# ---------------------------------------------------------------------- concurrency
+def test_predict_during_partial_fit_sees_a_call_boundary():
+    from _concurrent import assert_reads_are_call_boundaries
+
+    X, y = stream(160)
+    n = assert_reads_are_call_boundaries(lambda: AggregatingRegressor(experts()), X, y)
+    assert n > 0

@@ -564,7 +564,14 @@ class PredictMixin:
         check_is_fitted(self)
         self._check_predict_params()
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self._predict_validated(X)
+        # the state of one call boundary: a call that learns holds the lock while it
+        # writes (some estimators update their state arrays in place); the lock is
+        # taken if it exists, never created by a reader (inline: cheaper than _held)
+        lock = self.__dict__.get("_stream_lock")
+        if lock is None:
+            return self._predict_validated(X)
+        with lock:
+            return self._predict_validated(X)
 
     def _check_predict_params(self):
         """Refuse to predict after a ``set_params`` that changes what the state means."""
@@ -608,7 +615,12 @@ class OneRowPredictMixin:
         """
         check_fitted_fast(self)
         x = check_one_row(x, n_features=self.n_features_in_)
-        return x @ self.coef_
+        # coef_ of one call boundary: read under the lock if it exists (never created)
+        lock = self.__dict__.get("_stream_lock")
+        if lock is None:
+            return x @ self.coef_
+        with lock:
+            return x @ self.coef_
 
 
 #: scikit-learn's check that integer weights equal repeated rows, and why a model of a
