@@ -378,3 +378,56 @@ def test_aggregate_expert_predictions_replays_the_estimator():
         aggregate_expert_predictions(np.zeros((10, 2)), np.zeros(9))
     with pytest.raises(ValueError, match="finite"):
         aggregate_expert_predictions(np.full((10, 2), np.nan), np.zeros(10))
+
+
+# ---------------------------------------------------------------------- dask
+def dask_experts():
+    """Cheap experts, one of them with a state above joblib's 1 MB memmapping threshold
+    (an RFF map of 40,000 × 4 weights: 1.28 MB), which reaches the workers read-only."""
+    return [
+        ("abo-4", so.make_streaming_pipeline(
+            so.RandomFourierFeatures(32, random_state=0), so.QREWRLSRegressor(4))),
+        ("abo-big", so.make_streaming_pipeline(
+            so.RandomFourierFeatures(40_000, random_state=1), so.QREWRLSRegressor(3))),
+        ("krls-10", so.SlidingWindowKRLSRegressor(10, length_scale=2.0)),
+        ("qrd", so.QRDRLSRegressor(30)),
+    ]
+
+
+def _dask_run(agg, X, y):
+    """prequential_predict, then partial_fit in two calls, then predict."""
+    p1 = agg.prequential_predict(X[:120], y[:120])
+    agg.partial_fit(X[120:160], y[120:160])
+    agg.partial_fit(X[160:], y[160:])
+    return np.r_[p1, agg.predict(X[:20])]
+
+
+def test_dask_cluster_equals_sequential(dask_client):
+    from _state import assert_same_state
+
+    X, y = stream(200)
+    seq = AggregatingRegressor(dask_experts())
+    y_seq = _dask_run(seq, X, y)
+    big = seq.estimators_[1].steps_[0][1]
+    assert sum(a.nbytes for a in vars(big).values() if isinstance(a, np.ndarray)) > 1_000_000
+    with parallel_config(backend="dask"):
+        par = AggregatingRegressor(dask_experts(), n_jobs=-1)
+        y_par = _dask_run(par, X, y)
+    # the same arithmetic in another process: bit-identical (one BLAS thread on both)
+    np.testing.assert_array_equal(y_par, y_seq)
+    np.testing.assert_array_equal(par.weights_, seq.weights_)
+    np.testing.assert_array_equal(par.weights_history_, seq.weights_history_)
+    # every expert's learned state (as pickled: the history buffers' unused rows left out)
+    assert_same_state(par, seq, params=False, pickled=True)
+    # the work really ran on the cluster's worker processes
+    assert len(dask_client.scheduler_info()["workers"]) == 2
+    assert sum(dask_client.run(lambda: 1).values()) == 2
+
+
+# ---------------------------------------------------------------------- concurrency
+def test_predict_during_partial_fit_sees_a_call_boundary():
+    from _concurrent import assert_reads_are_call_boundaries
+
+    X, y = stream(160)
+    n = assert_reads_are_call_boundaries(lambda: AggregatingRegressor(experts()), X, y)
+    assert n > 0

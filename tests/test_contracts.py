@@ -9,7 +9,8 @@
   learning call leaves the whole state exactly as it was (compared through its pickle),
   and the stream then continues bit-identically;
 * concurrent writes from two threads lose no row, copies taken while another thread
-  writes are never torn (each equals the state at a call boundary), and concurrent
+  writes are never torn (each equals the state at a call boundary), nor is a
+  ``predict`` (``transform``) made while another thread writes, and concurrent
   ``predict`` from several threads equals sequential calls;
 * ``set_params`` mid-stream is honoured exactly (as a stream learned from the start with
   the new value) or refused by every call that continues the stream, with a clear
@@ -575,3 +576,11 @@ def test_a_pickle_of_another_state_format_is_refused(name):
         fresh = type(est).__new__(type(est))
         with pytest.raises(ValueError, match=rf"{message}.*Fit the model again"):
             fresh.__setstate__(bad)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_predict_during_a_write_sees_a_call_boundary(name):
+    from _concurrent import assert_reads_are_call_boundaries
+
+    X, y = stream(40)
+    assert_reads_are_call_boundaries(lambda: clone(ESTIMATORS[name]), X, y)

@@ -97,20 +97,6 @@ def test_threading_matches_sequential(stream, reference):
     _assert_close_state(ens, ref, atol=TOL)
 
 
-@pytest.fixture(scope="module")
-def dask_client():
-    pytest.importorskip("dask")
-    distributed = pytest.importorskip("distributed")
-    with distributed.LocalCluster(
-        n_workers=2,
-        threads_per_worker=1,
-        processes=True,
-        host="127.0.0.1",
-        dashboard_address=None,
-    ) as cluster, distributed.Client(cluster) as client:
-        yield client
-
-
 def test_dask_cluster_matches_sequential(stream, reference, dask_client):
     X, y = stream
     ref, y_ref = reference

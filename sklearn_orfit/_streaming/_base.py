@@ -564,7 +564,14 @@ class PredictMixin:
         check_is_fitted(self)
         self._check_predict_params()
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self._predict_validated(X)
+        # the state of one call boundary: a call that learns holds the lock while it
+        # writes (some estimators update their state arrays in place); the lock is
+        # taken if it exists, never created by a reader (inline: cheaper than _held)
+        lock = self.__dict__.get("_stream_lock")
+        if lock is None:
+            return self._predict_validated(X)
+        with lock:
+            return self._predict_validated(X)
 
     def _check_predict_params(self):
         """Refuse to predict after a ``set_params`` that changes what the state means."""
@@ -608,6 +615,9 @@ class OneRowPredictMixin:
         """
         check_fitted_fast(self)
         x = check_one_row(x, n_features=self.n_features_in_)
+        # no lock (it would cost ~1 µs a row): a call that learns assigns a new coef_
+        # at its commit and never writes into the old one, so the one read of coef_
+        # here is the coefficients of one call boundary
         return x @ self.coef_
 
 

@@ -27,7 +27,7 @@ from .._streaming._prequential import prequential_predict as _prequential_predic
 from ..abo._qr_ewrls import QREWRLSRegressor
 from ..abo._rff import RandomFourierFeatures
 from .._streaming._base import (
-    StreamLockMixin, check_delay, check_stream_sample_weight, expected_failed_checks,
+    StreamLockMixin, _held, check_delay, check_stream_sample_weight, expected_failed_checks,
     on_rollback, stream_update, validate_stream,
 )
 from ..baselines._sw_krls import SlidingWindowKRLSRegressor
@@ -638,9 +638,13 @@ class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
             ``Σ_k weights_[k] · expert_k(X)``.
         """
-        P = self.predict_experts(X)
+        # the experts and weights_ of one call boundary: a call that learns holds the
+        # lock from its first write into an expert to its commit of weights_
+        with _held(self):
+            P = self.predict_experts(X)
+            weights = self.weights_
         # Σ_k p_k x_k, summed over the expert axis
-        return np.einsum("nk...,k->n...", P, self.weights_)
+        return np.einsum("nk...,k->n...", P, weights)
 
     def predict_experts(self, X):
         """Every expert's prediction (no learning).
@@ -657,11 +661,14 @@ class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        inputs = self._expert_inputs(X)
-        preds = Parallel(n_jobs=self.n_jobs)(
-            delayed(_predict_task)(estimator=est, X=Z)
-            for est, Z in zip(self.estimators_, inputs)
-        )
+        # every expert at the same call boundary (the sequential path learns into the
+        # experts in place before it commits): read under the lock, never creating it
+        with _held(self):
+            inputs = self._expert_inputs(X)
+            preds = Parallel(n_jobs=self.n_jobs)(
+                delayed(_predict_task)(estimator=est, X=Z)
+                for est, Z in zip(self.estimators_, inputs)
+            )
         P = self._stack(preds, X.shape[0])
         return P[:, :, 0] if self._n_targets is None else P
 

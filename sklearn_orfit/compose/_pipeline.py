@@ -37,6 +37,7 @@ from ..abo._rff import RandomFourierFeatures
 from .._streaming._base import (
     StreamingRegressorMixin,
     StreamLockMixin,
+    _held,
     check_delay,
     check_stream_sample_weight,
     check_target_shape,
@@ -1013,7 +1014,8 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         y_pred : ndarray
             The predictions of the current state.
         """
-        return self._fitted().predict(X, **params)
+        with _held(self):  # every step at one call boundary
+            return self._fitted().predict(X, **params)
 
     @available_if(_final_has("transform"))
     def transform(self, X, **params):
@@ -1031,7 +1033,8 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         Xt : ndarray of shape (n_samples, n_output_features)
             The transformed rows.
         """
-        return self._fitted().transform(X, **params)
+        with _held(self):  # every step at one call boundary
+            return self._fitted().transform(X, **params)
 
     @available_if(_final_has("transform"))
     def fit_transform(self, X, y=None, **params):
@@ -1069,7 +1072,8 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         X_original : ndarray of shape (n_samples, n_features)
             The rows before transformation.
         """
-        return self._fitted().inverse_transform(X, **params)
+        with _held(self):  # every step at one call boundary
+            return self._fitted().inverse_transform(X, **params)
 
     @available_if(_final_has("decision_function"))
     def decision_function(self, X, **params):
@@ -1087,7 +1091,8 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         scores : ndarray
             The final estimator's decision function.
         """
-        return self._fitted().decision_function(X, **params)
+        with _held(self):  # every step at one call boundary
+            return self._fitted().decision_function(X, **params)
 
     @available_if(_final_has("predict_proba"))
     def predict_proba(self, X, **params):
@@ -1105,7 +1110,8 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         proba : ndarray of shape (n_samples, n_classes)
             Class probabilities.
         """
-        return self._fitted().predict_proba(X, **params)
+        with _held(self):  # every step at one call boundary
+            return self._fitted().predict_proba(X, **params)
 
     @available_if(_final_has("predict_log_proba"))
     def predict_log_proba(self, X, **params):
@@ -1123,7 +1129,8 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         log_proba : ndarray of shape (n_samples, n_classes)
             Log class probabilities.
         """
-        return self._fitted().predict_log_proba(X, **params)
+        with _held(self):  # every step at one call boundary
+            return self._fitted().predict_log_proba(X, **params)
 
     @available_if(_final_has("score_samples"))
     def score_samples(self, X):
@@ -1139,7 +1146,8 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         scores : ndarray of shape (n_samples,)
             The final estimator's scores.
         """
-        return self._fitted().score_samples(X)
+        with _held(self):  # every step at one call boundary
+            return self._fitted().score_samples(X)
 
     @available_if(_final_has("fit_predict"))
     def fit_predict(self, X, y=None, **params):
@@ -1184,7 +1192,8 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         score : float
             The final estimator's score.
         """
-        return self._fitted().score(X, y, sample_weight=sample_weight, **params)
+        with _held(self):  # every step at one call boundary
+            return self._fitted().score(X, y, sample_weight=sample_weight, **params)
 
     def get_feature_names_out(self, input_features=None):
         """Output feature names of the fitted chain.
