@@ -19,7 +19,9 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._compat import Interval, _fit_context
-from ._streaming._base import StreamLockMixin, check_stream_params, record_stream_params, stream_update
+from ._streaming._base import (
+    StreamLockMixin, _held, check_stream_params, record_stream_params, stream_update,
+)
 
 __all__ = ["LagTransformer", "RecursiveStandardScaler"]
 
@@ -371,9 +373,10 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        # in units 2^e of each column (exact): X − mean_ cannot overflow needlessly
-        e, mean_s, var_s = self._scaled_statistics()
-        return self._apply_scaled(_pow2(X, -e), mean_s, var_s, self.n_samples_seen_, e)
+        with _held(self):  # the statistics of one call boundary, not of a write under way
+            # in units 2^e of each column (exact): X − mean_ cannot overflow needlessly
+            e, mean_s, var_s = self._scaled_statistics()
+            return self._apply_scaled(_pow2(X, -e), mean_s, var_s, self.n_samples_seen_, e)
 
     def inverse_transform(self, X):
         """Undo :meth:`transform` with the current statistics.
@@ -390,8 +393,8 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        e, mean_s, _ = self._scaled_statistics()
-        with np.errstate(over="ignore"):
+        with _held(self), np.errstate(over="ignore"):  # one call boundary's statistics
+            e, mean_s, _ = self._scaled_statistics()
             Xt = X * _pow2(self._scale, -e) if self.with_std else _pow2(X, -e)
             if self.with_mean:
                 Xt += mean_s
@@ -681,7 +684,8 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
         check_is_fitted(self)
         self._check_stream_params()
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        return self._lags(X)
+        with _held(self):  # the ring of one call boundary, not of a write under way
+            return self._lags(X)
 
     @_fit_context(prefer_skip_nested_validation=True)
     @_all_or_nothing
