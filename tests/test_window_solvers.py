@@ -540,3 +540,29 @@ def test_zero_weight_rows_are_predicted_in_one_pass_and_keep_a_full_rank_core(D,
     err = np.abs(pred.reshape(o_pred.shape) - o_pred).max(axis=1)
     assert np.all(err <= tol), f"step {int(np.argmax(err / tol))}"
     np.testing.assert_allclose(reg.coef_, np.ravel(o_beta), atol=1e-9 * max(1.0, np.abs(o_beta).max()))
+
+
+@pytest.mark.parametrize("D", [40, 100])
+def test_merged_columns_of_rows_far_below_the_largest_keep_their_norm(D):
+    # regression: the merged orthogonal route scaled every column's ρ by the window's
+    # largest row norm, so with row scales 1e±100 the columns of small rows underflowed to
+    # ρ = 0 and their targets Σμỹ/ρ to NaN ("the solution overflowed" at the first window)
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+
+    N, T = 40, 150  # above the short-window solver's 32
+    Z, y = stream("generic", T, D, seed=2)
+    scale = 10.0 ** np.random.default_rng(6).uniform(-100, 100, size=T)
+    Z, y = Z * scale[:, None], y * scale
+    Z[10:14], y[10:14] = Z[9], y[9]  # repeated rows: one merged column
+    reg = QREWRLSRegressor(window_size=N)
+    pred = np.concatenate([prequential_predict(reg, Z[a : a + 17], y[a : a + 17]) for a in range(0, T, 17)])
+    assert reg.n_orthogonal_windows_ > 0  # the route this is about
+    from _oracle import window_lstsq
+
+    for t in range(T):
+        beta, kappa = window_lstsq(Z, y[:, None], t, window_size=N, forgetting_factor=1.0, alpha=0.0)
+        # a prediction's error in units of its own scale ‖z_t‖·‖β_t‖ (the rows' scales
+        # span 1e±100: an error relative to the largest prediction would hide the rest)
+        scale = np.linalg.norm(Z[t]) * np.linalg.norm(beta)
+        err = abs(pred[t] - float(Z[t] @ beta[:, 0]))
+        assert err <= max(1e-9, 100 * EPS * kappa) * scale or err == 0.0, (t, err, scale, kappa)

@@ -248,11 +248,15 @@ class SlidingQR:
 
     @staticmethod
     def _rho(col, mu, n_cols):
-        """``ρ_g = ‖μ_k over the rows of column g‖``, scaled against overflow."""
-        ref = mu.max(initial=0.0)
-        ref = ref if ref > 0 else 1.0
+        """``ρ_g = ‖μ_k over the rows of column g‖``, scaled by each column's largest
+        ``μ`` against overflow and underflow (one scale for all would underflow the
+        columns of rows far below the largest, e.g. scales 1e±100: ``ρ = 0``)."""
         ok = col >= 0
-        return ref * np.sqrt(np.bincount(col[ok], weights=(mu[ok] / ref) ** 2, minlength=n_cols))
+        ref = np.zeros(n_cols)
+        np.maximum.at(ref, col[ok], mu[ok])
+        ref[~(ref > 0)] = 1.0
+        sq = np.bincount(col[ok], weights=(mu[ok] / ref[col[ok]]) ** 2, minlength=n_cols)
+        return ref * np.sqrt(sq)
 
     def _column_norm(self, g):
         return float(self._rho(np.where(self.col == g, 0, -1), self.mu, 1)[0])
