@@ -271,21 +271,6 @@ def _rows_seen(est):
 
 
 @pytest.mark.parametrize("name", NAMES)
-def test_loaded_and_copied_streams_have_their_lock_before_any_read(name):
-    # a reader takes the lock only if it exists (readers never create it): a stream loaded
-    # from a pickle, or deep-copied, must have it already, or a read racing its first
-    # write would be unlocked while that write creates the lock
-    import copy
-
-    est = started(name)
-    for other in (pickle.loads(pickle.dumps(est)), copy.deepcopy(est)):
-        lock = other.__dict__.get("_stream_lock")
-        assert lock is not None and lock is not est.__dict__["_stream_lock"]
-        assert lock.acquire(blocking=False)  # a fresh lock, not held
-        lock.release()
-
-
-@pytest.mark.parametrize("name", NAMES)
 def test_concurrent_writes_lose_nothing(name):
     X, y = stream(120)
     est = started(name)

@@ -141,9 +141,6 @@ class StreamLockMixin:
         state = dict(state)
         check_state_format(type(self).__name__, state.pop(_FORMAT_KEY, None))
         super().__setstate__(state)
-        # a loaded stream has its lock before any reader or writer sees it: a reader
-        # that found no lock would read unlocked while a first write created one
-        self.__dict__.setdefault("_stream_lock", _StreamLock())
 
     def __deepcopy__(self, memo):
         with _held(self):
@@ -151,8 +148,6 @@ class StreamLockMixin:
             memo[id(self)] = new
             state = {k: v for k, v in self.__dict__.items() if k != "_stream_lock"}
             new.__dict__.update(copy.deepcopy(state, memo))
-            if "_stream_lock" in self.__dict__:  # a copy of a stream: its own lock
-                new.__dict__["_stream_lock"] = _StreamLock()
         return new
 
 
