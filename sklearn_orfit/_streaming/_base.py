@@ -742,6 +742,10 @@ class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
         that skips the others (:class:`QREWRLSRegressor`); by default nothing."""
         return {}
 
+    #: whether ``_learn(..., inert=(mask, X))`` predicts the zero rows ``mask`` as the
+    #: rows of ``X`` by the state before each, in the same pass (:meth:`_learn_weighted`)
+    _learns_inert_rows = False
+
     def _learn_weighted(self, X, Y, sample_weight, *, predict, **piece):
         """``_learn`` with per-row weights: rows and targets scaled by ``√w``.
 
@@ -750,7 +754,9 @@ class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
         A prediction the solver makes for the scaled row is ``√w_i (z_i·β)``: divided by
         ``√w_i``. A zero-weight row is a zero row to the solver (it takes its window slot,
         contributes nothing) and gets its prediction ``z_i·β`` from the state before it:
-        the call is split there (one extra ``_learn`` call per zero-weight row).
+        in the same pass when the estimator's ``_learn`` takes ``inert=(mask, X)``
+        (``_learns_inert_rows``), else by splitting the call there (one extra ``_learn``
+        call per zero-weight row).
         """
         if sample_weight is None:
             return self._learn(X, Y, predict=predict, **piece)
@@ -766,9 +772,15 @@ class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
         if not predict:
             self._learn(Xs, Ys, predict=False, **piece)
             return None
+        zero = root == 0.0
+        if self._learns_inert_rows:
+            Y_pred = self._learn(Xs, Ys, predict=True, inert=(zero, X), **piece)
+            live = ~zero
+            Y_pred[live] /= root[live, None]
+            return Y_pred
         n = X.shape[0]
         Y_pred = np.empty(Y.shape)
-        starts = np.flatnonzero(root == 0.0)
+        starts = np.flatnonzero(zero)
         bounds = [0, *[int(j) for j in starts if j > 0], n]
         # one undo record for the whole call, not one per piece (a call with many
         # zero-weight rows would otherwise keep one record per row until it ends)

@@ -29,7 +29,7 @@ from .._streaming._base import (
 )
 from .._streaming._validation import check_one_row, check_one_target
 from ._window import OVERFLOW_MESSAGE
-from ._window_solvers import update_rows
+from ._window_solvers import inert_rows, update_rows
 
 __all__ = ["QREWRLSRegressor"]
 
@@ -303,26 +303,8 @@ class QREWRLSRegressor(
         record = solver.checkpoint(n_rows)
         on_rollback(lambda: solver.restore(record))
 
-    def _learn_weighted(self, X, Y, sample_weight, *, predict, **piece):
-        """``_learn`` with per-row weights, in one pass over the call.
-
-        Rows and targets are scaled by ``√w`` (see the base class); a zero-weight row is a
-        zero row to the solver, and its prediction ``x_i·β_{i−1}`` (of the unscaled row
-        by the window before it) is made by the solver in the same pass.
-        """
-        if sample_weight is None or not predict or (sample_weight > 0).all():
-            return super()._learn_weighted(X, Y, sample_weight, predict=predict, **piece)
-        root = np.sqrt(sample_weight)
-        with np.errstate(over="ignore", under="ignore"):
-            Xs = X * root[:, None]
-            Ys = Y * root[:, None]
-        if not (np.isfinite(Xs).all() and np.isfinite(Ys).all()):
-            return super()._learn_weighted(X, Y, sample_weight, predict=predict, **piece)  # raises
-        zero = root == 0.0
-        P = self._learn(Xs, Ys, predict=True, inert=(zero, X), **piece)
-        live = ~zero
-        P[live] /= root[live, None]
-        return P
+    # zero-weight rows are predicted by the solver in the call's one pass (update_rows)
+    _learns_inert_rows = True
 
     def _learn(self, X, Y, *, predict, checkpoint=True, inert=None):
         """Hand the rows to the solver; all or nothing.
@@ -330,7 +312,7 @@ class QREWRLSRegressor(
         The solver keeps an undo record of what the rows overwrite (``checkpoint=False``:
         the caller took one for them, :meth:`_begin_pieces`); an error (overflow, or an
         interrupt) puts everything back. ``inert``: zero rows predicted as other rows
-        (see :meth:`_learn_weighted`).
+        (see :func:`~._window_solvers.update_rows`).
         """
         solver = self._solver
         if checkpoint:
@@ -346,8 +328,7 @@ class QREWRLSRegressor(
                 Y_pred = update_rows(solver, X, Y, predict=predict, inert=inert)
             else:
                 parts = [update_rows(solver, X[a : a + step], Y[a : a + step], predict=predict,
-                                     inert=None if inert is None else (inert[0][a : a + step],
-                                                                       inert[1][a : a + step]))
+                                     inert=inert_rows(inert, a, a + step))
                          for a in range(0, X.shape[0], step)]
                 Y_pred = np.concatenate(parts) if predict else None
             coef = solver.coef()
@@ -493,9 +474,8 @@ class DualThenPrimal:
                 dual = ~((n_nonzero <= D) & (n_rows <= N_dual))
             k = int(np.argmax(dual)) if dual.any() else Z.shape[0] - a
             if k:
-                piece = None if inert is None else (inert[0][a : a + k], inert[1][a : a + k])
                 parts.append(update_rows(self.inner, Z[a : a + k], Y[a : a + k], predict=predict,
-                                         inert=piece))
+                                         inert=inert_rows(inert, a, a + k)))
                 if self.keys is not None:  # a new array: checkpoints keep the old one
                     self.keys = np.concatenate([self.keys, new_keys[a : a + k]])[-N:]
                 a += k

@@ -386,6 +386,11 @@ class SlidingQR:
 FAST, REFINE, ORTHOGONAL = 0, 1, 2
 
 
+def inert_rows(inert, a, b):
+    """The ``inert`` rows (see :func:`update_rows`) of the rows ``a:b`` of a call."""
+    return None if inert is None else (inert[0][a:b], inert[1][a:b])
+
+
 def update_rows(solver, Z, Y, *, predict, inert=None):
     """``solver.update(Z, Y, predict=predict)`` with ``inert`` rows (see
     :meth:`CoreBlockSolver.update`) for any solver.
@@ -453,9 +458,8 @@ class CoreBlockSolver:
         while a < Z.shape[0]:
             blk = self._block()
             b = min(Z.shape[0], a + blk.b - blk.j)  # the rows of this call in this block
-            piece = None if inert is None or not predict else (inert[0][a:b], inert[1][a:b])
             self._segment(blk, Zh[a:b], s[a:b], Y[a:b], Z[a:b], None if Y_pred is None else Y_pred[a:b],
-                          inert=piece)
+                          inert=inert_rows(inert, a, b) if predict else None)
             a = b
         return Y_pred
 
