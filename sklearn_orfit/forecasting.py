@@ -34,6 +34,8 @@ _WINDOWED = ("abo", "ensemble", "sw-krls", "qrd-rls")
 # the settings each model uses (the others are not searched for it)
 _USES_WINDOW = {"abo", "ensemble", "sw-krls", "qrd-rls"}
 _USES_SIGMA = {"abo", "ensemble", "orfit", "ewrls", "sw-krls"}
+_USES_ALPHA = {"abo", "ensemble", "sw-krls", "qrd-rls"}  # a ridge
+_USES_D = {"abo", "ensemble", "orfit", "ewrls"}  # random features
 # random features per model by default (the command line's defaults)
 _DEFAULT_D = {"abo": 2048, "ensemble": 2048, "orfit": 2048, "ewrls": 256}
 
@@ -50,20 +52,24 @@ class _ForecastModel(RegressorMixin, BaseEstimator):
     warm-up), ``prequential_predict`` continues the stream."""
 
     def __init__(self, model="abo", window_size=50, sigma=0.5, n_components=None,
-                 random_state=0, model_params=None):
+                 alpha=None, random_state=0, model_params=None):
         self.model = model
         self.window_size = window_size
         self.sigma = sigma
         self.n_components = n_components
+        self.alpha = alpha
         self.random_state = random_state
         self.model_params = model_params
 
     def _make(self):
         d = (default_n_components(self.model) if self.n_components is None
              else self.n_components)
+        params = dict(self.model_params or {})
+        if self.alpha is not None:
+            params["alpha"] = self.alpha
         return ex.make_forecast_model(
             self.model, n_components=d, sigma=self.sigma, window_size=self.window_size,
-            random_state=self.random_state, **(self.model_params or {}))
+            random_state=self.random_state, **params)
 
     def fit(self, X, y):
         self.estimator_ = self._make()
@@ -104,6 +110,14 @@ def _positive_int(name):
     return check
 
 
+def _nonnegative_float(name):
+    def check(v):
+        if (not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v)
+                or v < 0):
+            raise ValueError(f"{name} must hold finite numbers >= 0, got {v!r}.")
+    return check
+
+
 def _positive_float(name):
     def check(v):
         if (not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v)
@@ -119,8 +133,9 @@ def _one_of(name, choices):
     return check
 
 
-def _param_grid(models, window_sizes, sigmas):
-    """One grid per model, with only the settings that model uses."""
+def _param_grid(models, window_sizes, sigmas, alphas=None, dims=None):
+    """One grid per model, with only the settings that model uses (``alphas`` and
+    ``dims``: ``None`` when not searched)."""
     grid = []
     for m in models:
         g = {"model": [m]}
@@ -128,8 +143,33 @@ def _param_grid(models, window_sizes, sigmas):
             g["window_size"] = list(window_sizes)
         if m in _USES_SIGMA:
             g["sigma"] = list(sigmas)
+        if alphas is not None and m in _USES_ALPHA:
+            g["alpha"] = list(alphas)
+        if dims is not None and m in _USES_D:
+            g["n_components"] = list(dims)
         grid.append(g)
     return grid
+
+
+def _used(base, params):
+    """The ridge and random features a candidate uses (``None``: not used), as the
+    table reports them."""
+    m = params["model"]
+    alpha = params.get("alpha", base.alpha)
+    if alpha is None:
+        alpha = (base.model_params or {}).get("alpha")
+    if alpha is None and m in _USES_ALPHA:
+        alpha = 0.0 if m in ("abo", "ensemble") else 1e-2  # the models' defaults
+    d = params.get("n_components", base.n_components)
+    if d is None:
+        d = default_n_components(m)
+    return (float(alpha) if m in _USES_ALPHA else None,
+            int(d) if m in _USES_D else None)
+
+
+def _feasible_fold_size(fewest, need_first, n_splits):
+    """Rows per fold when the first fold starts after ``need_first`` rows."""
+    return (fewest - max(need_first, fewest // (n_splits + 1))) // n_splits
 
 
 def _fold_errors(estimator, problem, cv, params, delay):
@@ -152,8 +192,18 @@ def _fold_errors(estimator, problem, cv, params, delay):
     return np.concatenate(actual), np.concatenate(forecast), err_std
 
 
-def _search(v, ex_tune, *, transforms, models, grid, base, cv, scorer, n_lags, horizon,
-            n_jobs):
+def _row(stage, transform, params=None, base=None, note=""):
+    """One row of the table (``params=None``: a row that only carries a note)."""
+    alpha, d = _used(base, params) if params is not None else (None, None)
+    params = params or {}
+    return {"stage": stage, "transform": transform, "model": params.get("model"),
+            "window_size": params.get("window_size"), "sigma": params.get("sigma"),
+            "alpha": alpha, "n_components": d, "std_rmse": None, "rank": None,
+            "rmse": None, "mae": None, "chosen": False, "note": note}
+
+
+def _search(v, ex_tune, *, transforms, grid, base, cv, scorer, n_lags, horizon, n_jobs,
+            stage=1):
     """One ``GridSearchCV`` per transform, then each transform's best in series units."""
     delay = horizon - 1
     table, best_rows = [], []
@@ -161,10 +211,8 @@ def _search(v, ex_tune, *, transforms, models, grid, base, cv, scorer, n_lags, h
     positions = None
     for t in transforms:
         if t == "logdiff" and np.any(v <= 0):
-            table.append({"transform": t, "model": None, "window_size": None,
-                          "sigma": None, "std_rmse": None, "rank": None, "rmse": None,
-                          "mae": None, "chosen": False,
-                          "note": "skipped: the tuning part is not strictly positive"})
+            table.append(_row(stage, t, note="skipped: the tuning part is not strictly "
+                                             "positive"))
             continue
         problem = ex.make_forecast_problem(v, n_lags=n_lags, transform=t,
                                            horizon=horizon, exog=ex_tune)
@@ -175,12 +223,10 @@ def _search(v, ex_tune, *, transforms, models, grid, base, cv, scorer, n_lags, h
         rows = []
         for k, params in enumerate(cvr["params"]):
             score = -float(cvr["mean_test_score"][k])
-            rows.append({"transform": t, "model": params["model"],
-                         "window_size": params.get("window_size"),
-                         "sigma": params.get("sigma"),
-                         "std_rmse": score if math.isfinite(score) else None,
-                         "rank": int(cvr["rank_test_score"][k]), "rmse": None,
-                         "mae": None, "chosen": False, "note": ""})
+            row = _row(stage, t, params, base)
+            row["std_rmse"] = score if math.isfinite(score) else None
+            row["rank"] = int(cvr["rank_test_score"][k])
+            rows.append(row)
         best = rows[int(search.best_index_)]
         actual, forecast, _ = _fold_errors(base, problem, cv,
                                            cvr["params"][search.best_index_], delay)
@@ -191,7 +237,7 @@ def _search(v, ex_tune, *, transforms, models, grid, base, cv, scorer, n_lags, h
         best["rmse"] = rmse if math.isfinite(rmse) else None
         best["mae"] = mae if math.isfinite(mae) else None
         best["note"] = "best of its transform (scored in the series' units)"
-        best_rows.append(best)
+        best_rows.append((best, cvr["params"][search.best_index_]))
         table.extend(rows)
         if last_value_rmse is None:
             scored = problem.index[np.concatenate([test[delay:] for _, test in
@@ -200,6 +246,28 @@ def _search(v, ex_tune, *, transforms, models, grid, base, cv, scorer, n_lags, h
             lv = v[scored] - v[scored - horizon]
             last_value_rmse = float(np.sqrt(np.mean(lv * lv)))
     return table, best_rows, last_value_rmse, positions
+
+
+_STREAM_TRANSFORM = {"none": None, "diff": "diff", "logdiff": "log_diff"}
+
+
+def _stream_forecaster(model, *, transform, n_lags, horizon, n_past=0, n_future=0,
+                       coverage=(0.8, 0.95), conformal_window=1000):
+    """The :class:`StreamForecaster` of a model of :func:`make_forecast_model`: the
+    model's steps behind a running standardisation of their rows, ``n_lags`` lags of
+    the ``transform``-ed series and of ``n_past`` past-only exogenous columns, then
+    ``n_future`` known-future columns; direct (one row, ``horizon`` targets)."""
+    from .compose._pipeline import StreamingPipeline, make_streaming_pipeline
+    from .preprocessing import RecursiveStandardScaler
+
+    steps = ([step for _, step in model.steps] if isinstance(model, StreamingPipeline)
+             else [model])
+    return StreamForecaster(
+        make_streaming_pipeline(RecursiveStandardScaler(), *steps), n_lags=n_lags,
+        transform=_STREAM_TRANSFORM[transform],
+        future_exog=list(range(n_past, n_past + n_future)) or None,
+        exog_lags=n_lags, horizon=horizon, strategy="direct", coverage=coverage,
+        conformal_window=conformal_window)
 
 
 def tune_forecast(
@@ -211,23 +279,27 @@ def tune_forecast(
     transforms=("none", "diff", "logdiff"),
     window_sizes=(20, 50, 100),
     sigmas=(0.25, 0.5, 1.0),
+    alphas=None,
     models=("abo",),
     n_components=None,
     model_params=None,
+    search="full",
     tune_fraction=0.3,
     n_splits=3,
     warmup_size="auto",
+    refit=True,
     n_jobs=None,
     threads=1,
     random_state=0,
 ):
-    """Choose the transform, window, σ and model of a forecast on the series' first part.
+    """Choose the transform, window, σ, ridge, D and model of a forecast on the series'
+    first part.
 
     The first ``n_tune = floor(tune_fraction · len(series))`` values are turned into
     prequential rows for each transform (:func:`make_forecast_problem`: optional
     differencing, standardisation with past-only statistics, ``n_lags`` lags,
     ``horizon`` steps ahead); per transform, ``GridSearchCV`` searches the models and
-    their window and σ over ``n_splits`` :class:`PrequentialSplit` folds at the end of
+    their settings over ``n_splits`` :class:`PrequentialSplit` folds at the end of
     those rows (labels ``horizon − 1`` rows late), scored by
     :func:`make_prequential_scorer` (RMSE of the standardised targets). Each transform's
     best candidate is then replayed on the same folds and scored in the series' units,
@@ -247,18 +319,33 @@ def tune_forecast(
         Transforms to compare. ``"logdiff"`` is skipped (and the table says so) when
         the tuning part is not strictly positive.
     window_sizes : sequence of int, default=(20, 50, 100)
-        Window lengths ``N`` searched (for the models with a window).
+        Window lengths ``N`` searched (for the models with a window). With
+        ``warmup_size="auto"``, a window whose warm-up leaves no room for the folds in
+        the tuning part is left out, and the table says so (a row with its note), as
+        long as one window remains.
     sigmas : sequence of float, default=(0.25, 0.5, 1.0)
         Frequency scales σ of the random features searched (``sw-krls``: the kernel's
         length scale ``1/σ``).
+    alphas : sequence of float or None, default=None
+        Ridges ``α ≥ 0`` searched, for the models with one (``abo``, ``ensemble``,
+        ``sw-krls``, ``qrd-rls``). ``None``: not searched (``model_params["alpha"]`` or
+        the model's default: 0 for ``abo``, the minimum-norm solution).
     models : sequence of str, default=("abo",)
         Models searched, among ``"abo"``, ``"orfit"``, ``"ensemble"``, ``"sw-krls"``,
         ``"qrd-rls"`` and ``"ewrls"`` (see the command line's ``--model``).
-    n_components : int or None, default=None
-        Random features ``D`` (``None``: 2048, 256 for ``ewrls``).
+    n_components : int, sequence of int or None, default=None
+        Random features ``D``: one value, or the values searched (for the models with
+        random features). ``None``: 2048, 256 for ``ewrls``.
     model_params : dict or None, default=None
         Further fixed settings of :func:`make_forecast_model` (``forgetting_factor``,
-        ``alpha``, ``memory_size``, ...).
+        ``alpha`` when ``alphas`` is ``None``, ``memory_size``, ...).
+    search : {"full", "staged"}, default="full"
+        ``"full"``: every combination of the settings (per transform). ``"staged"``:
+        first the transforms, models, windows and σ at the first ridge of ``alphas``
+        and the first ``D`` of ``n_components``; then, for the chosen transform, model,
+        window and σ, every ridge and ``D`` (on the same folds), whose best is chosen.
+        It costs ``|windows|·|σ| + |α|·|D|`` candidates instead of their product,
+        and may miss a combination the full search would find.
     tune_fraction : float in (0, 1], default=0.3
         Fraction of the series, from its start, that the search may see.
     n_splits : int, default=3
@@ -268,6 +355,10 @@ def tune_forecast(
         the tuning part (the state a stream would have). ``"auto"``: the largest window
         when every searched model is a sliding window (its state is then the same as
         after every earlier row, at a fraction of the cost), else ``None``.
+    refit : bool, default=True
+        Also return ``forecaster``: a :class:`StreamForecaster` with the chosen
+        settings, fitted on the whole series (as ``GridSearchCV`` refits on all its
+        data): ready to ``predict`` the values after it and to ``update``.
     n_jobs : int or None, default=None
         ``GridSearchCV``'s parallel jobs.
     threads : int or None, default=1
@@ -280,32 +371,37 @@ def tune_forecast(
     Returns
     -------
     result : sklearn.utils.Bunch
-        ``transform``, ``model``, ``window_size``, ``sigma`` (``None`` for a setting the
-        chosen model does not use): the choice; ``model_kwargs``: the keywords of
-        :func:`make_forecast_model` giving the chosen model; ``table``: one dict per
-        candidate (``transform``, ``model``, ``window_size``, ``sigma``,
-        ``std_rmse``: mean over the folds of the standardised RMSE the search ranks by,
-        ``rank``: within its transform, ``rmse`` and ``mae``: in the series' units, over
-        the validation folds, for the best candidate of each transform, ``chosen``,
-        ``note``); ``last_value_rmse``: the RMSE of the last-value forecast over the same
-        positions; ``n_tune``: values the search saw (the report should start at
-        position ``n_tune``); ``validation_positions``: ``(first, stop)`` of the
-        positions whose forecasts were scored; ``n_values``, ``horizon``, ``n_lags``,
-        ``n_splits``, ``fold_size``, ``warmup_size``.
+        ``transform``, ``model``, ``window_size``, ``sigma``, ``alpha``,
+        ``n_components`` (``None`` for a setting the chosen model does not use): the
+        choice; ``model_kwargs``: the keywords of :func:`make_forecast_model` giving the
+        chosen model; ``forecaster``: the fitted :class:`StreamForecaster` (``None``
+        with ``refit=False``); ``table``: one dict per candidate (``stage``: 1, or 2
+        for the second stage of a staged search, ``transform``, ``model``,
+        ``window_size``, ``sigma``, ``alpha``, ``n_components``, ``std_rmse``: mean
+        over the folds of the standardised RMSE the search ranks by, ``rank``: within
+        its stage and transform, ``rmse`` and ``mae``: in the series' units, over the
+        validation folds, for the best candidate of each transform and stage,
+        ``chosen``, ``note``); ``last_value_rmse``: the RMSE of the last-value forecast
+        over the same positions; ``n_tune``: values the search saw (the report should
+        start at position ``n_tune``); ``validation_positions``: ``(first, stop)`` of
+        the positions whose forecasts were scored; ``n_values``, ``horizon``,
+        ``n_lags``, ``n_splits``, ``fold_size``, ``warmup_size``, ``search``.
 
     See Also
     --------
     sklearn_orfit.model_selection.PrequentialSplit : The folds.
     sklearn_orfit.model_selection.make_prequential_scorer : The scorer.
+    StreamForecaster : The forecaster returned.
 
     Notes
     -----
     "First part" means the values at positions ``< n_tune``: the search reads nothing
     after them (changing any later value leaves the choice and the table bit for bit as
-    they were), and a forecast reported from position ``n_tune`` on is judged on values
-    the search never saw. The rows of each transform end with the same target, the
-    value at ``n_tune − 1``, and the folds are the last ``n_splits · fold_size`` rows
-    of each, so every transform is scored on the same target positions.
+    they were; only the refitted ``forecaster`` learns them), and a forecast reported
+    from position ``n_tune`` on is judged on values the search never saw. The rows of
+    each transform end with the same target, the value at ``n_tune − 1``, and the
+    folds are the last ``n_splits · fold_size`` rows of each, so every transform is
+    scored on the same target positions.
 
     Within a transform the candidates are ranked in standardised units (the errors the
     model learns); across transforms those units differ (past-only statistics of the
@@ -315,7 +411,8 @@ def tune_forecast(
 
     Cost: about ``n_candidates × n_splits × (warm-up + fold_size)`` predict-and-update
     steps per transform, each ``O(N·D)`` for ``abo`` (``O(D²)`` for ``ewrls``), plus the
-    replay of one candidate per transform; the memory of one model per job.
+    replay of one candidate per transform and stage, plus the refit; the memory of one
+    model per job.
 
     Examples
     --------
@@ -330,6 +427,8 @@ def tune_forecast(
     (150, 4)
     >>> tuned.transform in ("none", "diff")
     True
+    >>> tuned.forecaster.predict().shape  # the next value
+    (1,)
     """
     values = np.asarray(series, dtype=np.float64)
     if values.ndim != 1:
@@ -351,15 +450,21 @@ def tune_forecast(
     models = _check_grid("models", models, _one_of("models", ex.MODELS))
     window_sizes = _check_grid("window_sizes", window_sizes, _positive_int("window_sizes"))
     sigmas = _check_grid("sigmas", sigmas, _positive_float("sigmas"))
-    if n_components is not None:
+    model_params = dict(model_params or {})
+    if alphas is not None:
+        alphas = _check_grid("alphas", alphas, _nonnegative_float("alphas"))
+        if model_params.get("alpha") is not None:
+            raise ValueError("alpha is both searched (alphas) and fixed (model_params); "
+                             "give one of them.")
+        model_params.pop("alpha", None)
+    dims = None
+    if n_components is not None and not isinstance(n_components, numbers.Integral):
+        dims = _check_grid("n_components", n_components, _positive_int("n_components"))
+        n_components = None
+    elif n_components is not None:
         _positive_int("n_components")(n_components)
-    if warmup_size == "auto":
-        warmup = max(window_sizes) if all(m in _WINDOWED for m in models) else None
-    elif warmup_size is None:
-        warmup = None
-    else:
-        _positive_int("warmup_size")(warmup_size)
-        warmup = int(warmup_size)
+    if search not in ("full", "staged"):
+        raise ValueError(f"search must be 'full' or 'staged', got {search!r}.")
     n_values = values.shape[0]
     n_tune = int(math.floor(tune_fraction * n_values))
     ex_tune = None
@@ -379,10 +484,30 @@ def tune_forecast(
     n_rows = {t: n_tune - ex.first_origin(n_lags=n_lags, transform=t) - horizon
               for t in transforms}
     fewest = min(n_rows.values())
+    windowed = all(m in _WINDOWED for m in models)
+    notes = []
+    if warmup_size == "auto" and windowed:
+        # windows whose warm-up leaves no folds of 2 rows are left out (one must stay)
+        fits = [w for w in window_sizes
+                if _feasible_fold_size(fewest, delay + w, n_splits) >= 2]
+        if fits and len(fits) < len(window_sizes):
+            for w in window_sizes:
+                if w not in fits:
+                    notes.append(_row(1, None, note=(
+                        f"skipped: window_size {w} (its warm-up leaves no room for "
+                        f"{n_splits} folds in the {n_tune} values of the tuning part; "
+                        "a larger tune_fraction)")))
+            window_sizes = tuple(fits)
+        warmup = max(window_sizes)
+    elif warmup_size in ("auto", None):
+        warmup = None
+    else:
+        _positive_int("warmup_size")(warmup_size)
+        warmup = int(warmup_size)
     # before the first fold: the warm-up (and the delayed labels), and at least one
     # (n_splits + 1)-th of the rows, as TimeSeriesSplit
     need_first = delay + (warmup or 1)
-    fold_size = (fewest - max(need_first, fewest // (n_splits + 1))) // n_splits
+    fold_size = _feasible_fold_size(fewest, need_first, n_splits)
     if fold_size < 2:
         min_rows = max(2 * (n_splits + 1), n_splits * 2 + need_first)
         min_tune = min_rows + max(ex.first_origin(n_lags=n_lags, transform=t)
@@ -396,36 +521,76 @@ def tune_forecast(
     cv = PrequentialSplit(n_splits, test_size=fold_size, warmup_size=warmup, delay=delay)
     scorer = make_prequential_scorer("rmse", delay=delay)
     base = _ForecastModel(n_components=n_components, random_state=random_state,
-                          model_params=dict(model_params or {}))
-    grid = _param_grid(models, window_sizes, sigmas)
+                          model_params=model_params)
+    staged = search == "staged"
+    grid = _param_grid(models, window_sizes, sigmas,
+                       alphas[:1] if staged and alphas is not None else alphas,
+                       dims[:1] if staged and dims is not None else dims)
+    common = dict(base=base, cv=cv, scorer=scorer, n_lags=n_lags, horizon=horizon,
+                  n_jobs=n_jobs)
 
     if threads is not None:
         _positive_int("threads")(threads)
-        limit, _ = ex.blas_threads(int(threads))
-    else:
-        limit = contextlib.nullcontext()
-    with limit:
+
+    def limit():
+        return (contextlib.nullcontext() if threads is None
+                else ex.blas_threads(int(threads))[0])
+
+    with limit():
         table, best_rows, last_value_rmse, positions = _search(
-            v, ex_tune, transforms=transforms, models=models, grid=grid, base=base,
-            cv=cv, scorer=scorer, n_lags=n_lags, horizon=horizon, n_jobs=n_jobs)
-    finite = [r for r in best_rows if r["rmse"] is not None]
-    if not finite:
-        raise ValueError("no candidate gave finite forecasts on the validation folds "
-                         "(every transform was skipped, or every model diverged).")
-    chosen = min(finite, key=lambda r: r["rmse"])  # ties: the first transform given
+            v, ex_tune, transforms=transforms, grid=grid, **common)
+        finite = [(r, p) for r, p in best_rows if r["rmse"] is not None]
+        if not finite:
+            raise ValueError("no candidate gave finite forecasts on the validation folds "
+                             "(every transform was skipped, or every model diverged).")
+        # ties: the first transform given
+        chosen, params = min(finite, key=lambda rp: rp[0]["rmse"])
+        stage2 = {}
+        if staged and chosen["model"] in _USES_ALPHA and alphas is not None \
+                and len(alphas) > 1:
+            stage2["alpha"] = list(alphas)
+        if staged and chosen["model"] in _USES_D and dims is not None and len(dims) > 1:
+            stage2["n_components"] = list(dims)
+        if stage2:
+            fixed = {k: [val] for k, val in params.items() if k not in stage2}
+            rows2, best2, _, _ = _search(v, ex_tune, transforms=(chosen["transform"],),
+                                         grid=[{**fixed, **stage2}], stage=2, **common)
+            table.extend(rows2)
+            if best2 and best2[0][0]["rmse"] is not None:
+                chosen, params = best2[0]
     chosen["chosen"] = True
-    d = default_n_components(chosen["model"]) if n_components is None else n_components
-    model_kwargs = {"name": chosen["model"], "n_components": d,
-                    "random_state": random_state, **dict(model_params or {})}
+    table = notes + table
+    alpha, d = _used(base, params)
+    model_kwargs = {"name": chosen["model"],
+                    "n_components": default_n_components(chosen["model"]) if d is None
+                    else d,
+                    "random_state": random_state, **model_params}
+    if alpha is not None:
+        model_kwargs["alpha"] = alpha
     if chosen["window_size"] is not None:
         model_kwargs["window_size"] = chosen["window_size"]
     if chosen["sigma"] is not None:
         model_kwargs["sigma"] = chosen["sigma"]
+    forecaster = None
+    if refit and chosen["transform"] == "logdiff" and np.any(values <= 0):
+        raise ValueError(
+            "the chosen transform, logdiff, cannot be refitted on the whole series: it "
+            f"has values <= 0 after the tuning part (position "
+            f"{int(np.flatnonzero(values <= 0)[0])}); give refit=False for the choice "
+            "alone, or transforms without logdiff.")
+    if refit:
+        forecaster = _stream_forecaster(
+            ex.make_forecast_model(**model_kwargs), transform=chosen["transform"],
+            n_lags=n_lags, horizon=horizon,
+            n_past=0 if exog is None else (1 if exog.ndim == 1 else exog.shape[1]))
+        with limit():
+            forecaster.fit(values, exog)
     return Bunch(
         transform=chosen["transform"], model=chosen["model"],
-        window_size=chosen["window_size"], sigma=chosen["sigma"], rmse=chosen["rmse"],
-        model_kwargs=model_kwargs, table=table, last_value_rmse=last_value_rmse,
+        window_size=chosen["window_size"], sigma=chosen["sigma"], alpha=alpha,
+        n_components=d, rmse=chosen["rmse"], model_kwargs=model_kwargs,
+        forecaster=forecaster, table=table, last_value_rmse=last_value_rmse,
         n_tune=n_tune, n_values=n_values, validation_positions=positions,
         horizon=horizon, n_lags=n_lags, n_splits=n_splits, fold_size=fold_size,
-        warmup_size=warmup,
+        warmup_size=warmup, search=search,
     )

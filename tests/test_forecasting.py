@@ -75,7 +75,7 @@ def test_choice_is_the_argmin_of_the_table():
         assert best["rank"] == 1
         assert best["std_rmse"] == min(r["std_rmse"] for r in rows)
     kw = dict(tuned.model_kwargs)
-    assert kw == {"name": "abo", "n_components": 64, "random_state": 0,
+    assert kw == {"name": "abo", "n_components": 64, "random_state": 0, "alpha": 0.0,
                   "window_size": tuned.window_size, "sigma": tuned.sigma}
     ex.make_forecast_model(**kw)
 
@@ -119,8 +119,11 @@ def test_logdiff_skipped_for_a_series_that_is_not_positive():
     # positive in the tuning part only (negative later): not skipped, nothing later read
     y = noisy_sine()
     y[N // 2:] -= 100.0
-    tuned = tune_forecast(y, transforms=("logdiff",), **SMALL)
-    assert tuned.transform == "logdiff"
+    tuned = tune_forecast(y, transforms=("logdiff",), refit=False, **SMALL)
+    assert tuned.transform == "logdiff" and tuned.forecaster is None
+    # ... and the forecaster cannot learn the whole series: said, not a bare failure
+    with pytest.raises(ValueError, match=r"logdiff, cannot be refitted .*position 300"):
+        tune_forecast(y, transforms=("logdiff",), **SMALL)
 
 
 def test_horizon_and_models():
@@ -177,3 +180,78 @@ def test_values_beyond_the_scores_range_get_the_clear_message():
     series = 1e200 * (1.0 + np.sin(np.arange(400) / 5.0))
     with pytest.raises(ValueError, match=r"beyond 1e\+75 .*divide the series by a power of ten"):
         tune_forecast(series, n_lags=4, window_sizes=(20,), sigmas=(1.0,))
+
+
+def test_ridge_and_features_searched_full_and_staged():
+    """``alphas`` and a sequence of ``n_components`` enter the grid: every combination
+    (full), or the windows and σ first and then the ridge and D of the chosen one
+    (staged, whose choice is the best of its second stage)."""
+    x = noisy_sine()
+    grid = dict(n_lags=12, window_sizes=(50, 100), sigmas=(0.1, 0.25),
+                alphas=(0.1, 1e-3), n_components=(32, 64), tune_fraction=0.5,
+                transforms=("none",), refit=False)
+    full = tune_forecast(x, **grid)
+    assert len(full.table) == 2 * 2 * 2 * 2
+    assert {(r["alpha"], r["n_components"]) for r in full.table} == {
+        (a, d) for a in (0.1, 1e-3) for d in (32, 64)}
+    best = min(full.table, key=lambda r: r["std_rmse"])
+    assert best["chosen"] and (full.alpha, full.n_components) == (
+        best["alpha"], best["n_components"])
+    assert full.model_kwargs["alpha"] == full.alpha
+    assert full.model_kwargs["n_components"] == full.n_components
+
+    staged = tune_forecast(x, search="staged", **grid)
+    one = [r for r in staged.table if r["stage"] == 1]
+    two = [r for r in staged.table if r["stage"] == 2]
+    assert len(one) == 4 and {(r["alpha"], r["n_components"]) for r in one} == {(0.1, 32)}
+    first = min(one, key=lambda r: r["std_rmse"])
+    assert len(two) == 4
+    assert {(r["window_size"], r["sigma"]) for r in two} == {
+        (first["window_size"], first["sigma"])}
+    winner = min(two, key=lambda r: r["std_rmse"])
+    assert winner["chosen"] and sum(r["chosen"] for r in staged.table) == 1
+    assert (staged.window_size, staged.sigma, staged.alpha, staged.n_components) == (
+        winner["window_size"], winner["sigma"], winner["alpha"], winner["n_components"])
+    # the second stage scores its candidates on the same folds: the candidate both
+    # stages hold has the same score in each
+    (same,) = [r for r in two if (r["alpha"], r["n_components"]) == (0.1, 32)]
+    assert same["std_rmse"] == first["std_rmse"]
+
+
+def test_windows_too_long_for_the_tuning_part_are_left_out_with_a_note():
+    x = noisy_sine()  # 300 values to tune on
+    tuned = tune_forecast(x, **{**SMALL, "window_sizes": (50, 100, 400)}, refit=False)
+    notes = [r for r in tuned.table if r["transform"] is None]
+    assert len(notes) == 1 and "window_size 400" in notes[0]["note"]
+    assert {r["window_size"] for r in tuned.table if r["transform"]} == {50, 100}
+    assert tuned.warmup_size == 100
+    # a single window that does not fit is still an error
+    with pytest.raises(ValueError, match="too short"):
+        tune_forecast(x, **{**SMALL, "window_sizes": (400,)})
+
+
+def test_refit_is_the_chosen_forecaster_fitted_on_the_whole_series():
+    from sklearn_orfit.forecasting import _stream_forecaster
+
+    x = random_walk()
+    tuned = tune_forecast(x, transforms=("none", "diff"), **SMALL)
+    f = tuned.forecaster
+    assert f.n_samples_seen_ == N
+    again = _stream_forecaster(ex.make_forecast_model(**tuned.model_kwargs),
+                               transform=tuned.transform, n_lags=12, horizon=1).fit(x)
+    np.testing.assert_array_equal(f.predict(), again.predict())
+    np.testing.assert_array_equal(f.predict_interval()[0], again.predict_interval()[0])
+    # it continues the stream as any forecaster
+    f.update(x[-5:] + 1.0)
+    assert f.n_samples_seen_ == N + 5
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(alphas=(0.1, -1.0)), "alphas must hold finite numbers >= 0"),
+    (dict(alphas=(0.1,), model_params={"alpha": 0.1}), "both searched"),
+    (dict(n_components=(64, 0)), "n_components must hold ints >= 1"),
+    (dict(search="random"), "search must be"),
+])
+def test_clear_errors_of_the_new_grids(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        tune_forecast(noisy_sine(), **{**SMALL, **kwargs})
