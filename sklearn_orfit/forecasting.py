@@ -35,6 +35,7 @@ _WINDOWED = ("abo", "ensemble", "sw-krls", "qrd-rls")
 _USES_WINDOW = {"abo", "ensemble", "sw-krls", "qrd-rls"}
 _USES_SIGMA = {"abo", "ensemble", "orfit", "ewrls", "sw-krls"}
 _USES_ALPHA = {"abo", "ensemble", "sw-krls", "qrd-rls"}  # a ridge
+_POSITIVE_ALPHA = {"sw-krls", "qrd-rls"}  # a ridge that must be > 0
 _USES_D = {"abo", "ensemble", "orfit", "ewrls"}  # random features
 # random features per model by default (the command line's defaults)
 _DEFAULT_D = {"abo": 2048, "ensemble": 2048, "orfit": 2048, "ewrls": 256}
@@ -133,6 +134,13 @@ def _one_of(name, choices):
     return check
 
 
+def _alphas_for(model, alphas):
+    """The ridges of ``alphas`` that ``model`` takes (the baselines need ``α > 0``)."""
+    if model not in _USES_ALPHA:
+        return []
+    return [a for a in alphas if a > 0 or model not in _POSITIVE_ALPHA]
+
+
 def _param_grid(models, window_sizes, sigmas, alphas=None, dims=None):
     """One grid per model, with only the settings that model uses (``alphas`` and
     ``dims``: ``None`` when not searched)."""
@@ -143,8 +151,8 @@ def _param_grid(models, window_sizes, sigmas, alphas=None, dims=None):
             g["window_size"] = list(window_sizes)
         if m in _USES_SIGMA:
             g["sigma"] = list(sigmas)
-        if alphas is not None and m in _USES_ALPHA:
-            g["alpha"] = list(alphas)
+        if alphas is not None and _alphas_for(m, alphas):
+            g["alpha"] = _alphas_for(m, alphas)
         if dims is not None and m in _USES_D:
             g["n_components"] = list(dims)
         grid.append(g)
@@ -328,8 +336,9 @@ def tune_forecast(
         length scale ``1/σ``).
     alphas : sequence of float or None, default=None
         Ridges ``α ≥ 0`` searched, for the models with one (``abo``, ``ensemble``,
-        ``sw-krls``, ``qrd-rls``). ``None``: not searched (``model_params["alpha"]`` or
-        the model's default: 0 for ``abo``, the minimum-norm solution).
+        ``sw-krls``, ``qrd-rls``; the two baselines take only the ridges ``> 0``).
+        ``None``: not searched (``model_params["alpha"]`` or the model's default: 0
+        for ``abo``, the minimum-norm solution).
     models : sequence of str, default=("abo",)
         Models searched, among ``"abo"``, ``"orfit"``, ``"ensemble"``, ``"sw-krls"``,
         ``"qrd-rls"`` and ``"ewrls"`` (see the command line's ``--model``).
@@ -546,9 +555,8 @@ def tune_forecast(
         # ties: the first transform given
         chosen, params = min(finite, key=lambda rp: rp[0]["rmse"])
         stage2 = {}
-        if staged and chosen["model"] in _USES_ALPHA and alphas is not None \
-                and len(alphas) > 1:
-            stage2["alpha"] = list(alphas)
+        if staged and alphas is not None and len(_alphas_for(chosen["model"], alphas)) > 1:
+            stage2["alpha"] = _alphas_for(chosen["model"], alphas)
         if staged and chosen["model"] in _USES_D and dims is not None and len(dims) > 1:
             stage2["n_components"] = list(dims)
         if stage2:

@@ -947,7 +947,8 @@ def test_tune_reports_only_after_the_tuning_part(tmp_path, long_csv, capsys):
     n_tune = tuning["n_tune"]
     assert n_tune == N_TUNE_CSV // 2 == tuning["report_from_position"]
     choice = tuning["choice"]
-    assert choice["window_size"] == 20 and tuning["fixed"] == ["window_size"]
+    assert choice["window_size"] == 20
+    assert tuning["fixed"] == ["window_size", "n_components"]
     assert choice["transform"] in ("none", "diff", "logdiff")
     assert {k: doc["settings"][k] for k in choice} == choice
     chosen = [r for r in tuning["table"] if r["chosen"]]
@@ -972,10 +973,11 @@ def test_tune_forecasts_are_those_of_the_chosen_settings(tmp_path, long_csv, cap
     doc = run_json([*common, "--tune", "--tune-fraction", 0.4, "--sigma", 0.5,
                     "--window-size", 20, "--output-dir", tmp_path / "t"], capsys)
     choice, n_tune = doc["tuning"]["choice"], doc["tuning"]["n_tune"]
-    assert doc["tuning"]["fixed"] == ["window_size", "sigma"]
+    assert doc["tuning"]["fixed"] == ["window_size", "sigma", "n_components"]
     assert {r["sigma"] for r in doc["tuning"]["table"] if r["sigma"] is not None} == {0.5}
     plain = run_json([*common, "--transform", choice["transform"], "--sigma", 0.5,
-                      "--window-size", 20, "--output-dir", tmp_path / "p"], capsys)
+                      "--window-size", 20, "--alpha", choice["alpha"],
+                      "--output-dir", tmp_path / "p"], capsys)
     tuned = forecasts(doc["series"][0]["predictions"])
     untuned = forecasts(plain["series"][0]["predictions"])
     assert min(tuned) == n_tune
@@ -987,11 +989,15 @@ def test_tune_explicit_flags_are_kept(tmp_path, long_csv, capsys):
                     "--transform", "none", "--window-size", 30, "--model", "qrd-rls",
                     *TUNE_SMALL, "--no-save"], capsys)
     tuning = doc["tuning"]
-    assert tuning["fixed"] == ["transform", "window_size", "model"]
+    assert tuning["fixed"] == ["transform", "window_size", "n_components", "model"]
     assert {(r["transform"], r["model"], r["window_size"]) for r in tuning["table"]} == {
         ("none", "qrd-rls", 30)}
+    # the ridge is searched, among the values the model takes (> 0 for QRD-RLS)
+    assert {r["alpha"] for r in tuning["table"]} == {0.01, 0.1, 1.0}
     assert tuning["choice"] == {"transform": "none", "window_size": 30, "sigma": None,
+                                "alpha": tuning["choice"]["alpha"], "n_components": None,
                                 "model": "qrd-rls"}
+    assert doc["settings"]["alpha"] == tuning["choice"]["alpha"]
     assert (doc["settings"]["model"], doc["settings"]["window_size"]) == ("qrd-rls", 30)
 
 
@@ -1015,6 +1021,34 @@ def test_tune_skips_logdiff_for_a_series_that_is_not_positive(tmp_path, capsys):
     (row,) = [r for r in doc["tuning"]["table"] if r["transform"] == "logdiff"]
     assert "skipped" in row["note"]
     assert doc["tuning"]["choice"]["transform"] != "logdiff"
+
+
+def test_tune_searches_the_ridge_and_the_features_in_a_second_stage(tmp_path, long_csv,
+                                                                     capsys):
+    """Without --alpha and --n-components, --tune chooses them too: stage 1 the
+    transforms, windows and σ at the first ridge and D of the grid, stage 2 every ridge
+    and D of the chosen ones; the run uses the choice."""
+    from sklearn_orfit.cli import _main as cli_main
+
+    argv = ["--csv", long_csv, "--column", "a", "--tune", "--tune-fraction", 0.5,
+            "--window-size", 20, "--sigma", 0.5, "--transform", "none", "--n-lags", 4,
+            "--quiet", "--no-plot", "--chunk-size", 50, "--no-save"]
+    doc = run_json(argv, capsys)
+    tuning = doc["tuning"]
+    assert tuning["fixed"] == ["transform", "window_size", "sigma"]
+    one = [r for r in tuning["table"] if r["stage"] == 1]
+    two = [r for r in tuning["table"] if r["stage"] == 2]
+    assert {(r["alpha"], r["n_components"]) for r in one} == {
+        (cli_main._TUNE_ALPHAS[0], cli_main._TUNE_DIMS[0])}
+    assert {(r["alpha"], r["n_components"]) for r in two} == {
+        (a, d) for a in cli_main._TUNE_ALPHAS for d in cli_main._TUNE_DIMS}
+    (chosen,) = [r for r in tuning["table"] if r["chosen"]]
+    assert chosen["stage"] == 2
+    assert (doc["settings"]["alpha"], doc["settings"]["n_components"]) == (
+        chosen["alpha"], chosen["n_components"]) == (
+        tuning["choice"]["alpha"], tuning["choice"]["n_components"])
+    status, out, _ = run(argv, capsys)
+    assert status == 0 and "--alpha" in out.split("chosen:")[1]
 
 
 @pytest.mark.parametrize("extra, fragments", [

@@ -130,9 +130,12 @@ _DEFAULT_D = {"abo": 2048, "ensemble": 2048, "orfit": 2048, "ewrls": 256}
 # α = 0) to 190 MW; N = 1000 reaches 181 MW at twice the cost of the run
 _DEFAULT_WINDOW = 500
 _DEFAULT_ABO_ALPHA = 0.1
-# the grid of --tune
-_TUNE_WINDOWS = (50, 200, 500, 1000)
+# the grid of --tune (searched in two stages: the transforms, windows and σ at the first
+# ridge and D, then every ridge and D of the chosen ones)
+_TUNE_WINDOWS = (50, 200, 500, 1000, 2000)
 _TUNE_SIGMAS = (0.25, 0.5, 1.0)
+_TUNE_ALPHAS = (0.1, 0.0, 0.01, 1.0)
+_TUNE_DIMS = (2048, 1024, 4096)
 _TUNE_MODELS = ("abo",)
 _TUNE_SPLITS = 3
 
@@ -270,14 +273,17 @@ def build_parser():
     m.add_argument("--random-state", type=int, default=0, help="seed (default 0)")
     t = f.add_argument_group("tuning")
     t.add_argument("--tune", action="store_true",
-                   help="choose the transform, --window-size, --sigma and --model on the "
-                   "first part of the series only (--tune-fraction; GridSearchCV over "
+                   help="choose the transform, --window-size, --sigma, --alpha, "
+                   "--n-components and --model on the first part of the series only (--tune-fraction; GridSearchCV over "
                    "prequential folds, transforms compared in the series' units), then "
                    "forecast with the choice and report only on the values after that "
                    "part. A setting given explicitly (e.g. --window-size 100) is kept, "
                    "not tuned. Grid: transforms none, diff, logdiff (logdiff only for a "
                    "positive series); N in " + ", ".join(map(str, _TUNE_WINDOWS))
-                   + "; σ in " + ", ".join(map(str, _TUNE_SIGMAS)) + "; the --tune-models")
+                   + "; σ in " + ", ".join(map(str, _TUNE_SIGMAS)) + "; the --tune-models; "
+                   "then, for the chosen ones, α in " + ", ".join(map(str, _TUNE_ALPHAS))
+                   + " and D in " + ", ".join(map(str, _TUNE_DIMS))
+                   + " (a window too long for the tuning part is left out with a note)")
     t.add_argument("--tune-fraction", type=_float_in(0.0, 1.0, hi_open=True), default=0.3,
                    metavar="F", help="fraction of the series, from its start, that --tune "
                    "sees (default 0.3)")
@@ -1907,7 +1913,7 @@ def _resolve_settings(args, name):
         args.n_components = _DEFAULT_D.get(args.model, 4096)
 
 
-_TUNED = ("transform", "window_size", "sigma", "model")
+_TUNED = ("transform", "window_size", "sigma", "alpha", "n_components", "model")
 
 
 def _tune(args, data, given):
@@ -1946,6 +1952,8 @@ def _tune(args, data, given):
         "delta", "n_partitions")}
     if "length_scale" not in given:  # given, it fixes sw-krls's kernel (1/σ otherwise)
         params.pop("length_scale")
+    if "alpha" not in fixed:  # searched
+        params.pop("alpha")
     t0 = time.perf_counter()
     try:
         tuned = tune_forecast(
@@ -1953,7 +1961,10 @@ def _tune(args, data, given):
             transforms=transforms,
             window_sizes=(args.window_size,) if "window_size" in fixed else _TUNE_WINDOWS,
             sigmas=(args.sigma,) if "sigma" in fixed else _TUNE_SIGMAS, models=models,
-            n_components=args.n_components, model_params=params,
+            alphas=None if "alpha" in fixed else _TUNE_ALPHAS,
+            n_components=(args.n_components if "n_components" in fixed
+                          else _TUNE_DIMS),
+            model_params=params, search="staged", refit=False,
             tune_fraction=args.tune_fraction, n_splits=_TUNE_SPLITS, n_jobs=args.n_jobs,
             threads=args.threads, random_state=args.random_state)
     except ValueError as exc:
@@ -1964,6 +1975,10 @@ def _tune(args, data, given):
         args.window_size = tuned.window_size
     if tuned.sigma is not None:
         args.sigma = tuned.sigma
+    if tuned.alpha is not None:
+        args.alpha = tuned.alpha
+    if tuned.n_components is not None:
+        args.n_components = tuned.n_components
     return {
         "n_tune": tuned.n_tune, "tune_fraction": args.tune_fraction,
         "report_from_position": tuned.n_tune,
@@ -1985,23 +2000,26 @@ def _say_tuning(tuning, say, units):
         f"{tuning['fold_size']} forecasts (positions {a}..{b - 1}); "
         f"{sum(r['std_rmse'] is not None for r in tuning['table'])} candidates in "
         f"{tuning['seconds']:.1f} s")
-    say(f"{'transform':10}{'model':>9}{'N':>6}{'σ':>7}{'std. RMSE':>11}{'rank':>6}"
-        f"{'RMSE' + u:>14}")
+    say(f"{'stage':<6}{'transform':10}{'model':>9}{'N':>6}{'σ':>6}{'α':>6}{'D':>6}"
+        f"{'std. RMSE':>11}{'rank':>6}{'RMSE' + u:>14}")
     shown = 0
     for r in tuning["table"]:
         if r["std_rmse"] is None and r["rank"] is None:
-            say(f"{r['transform']:10} {r['note']}")
+            say(f"{r.get('stage', 1):<6}{r['transform'] or '':10} {r['note']}")
             continue
         if r["rank"] > 3:
             continue
         shown += 1
-        say(f"{r['transform']:10}{r['model']:>9}{_value(r['window_size'], '{}'):>6}"
-            f"{_value(r['sigma'], '{:g}'):>7}{_value(r['std_rmse']):>11}{r['rank']:>6}"
+        say(f"{r.get('stage', 1):<6}{r['transform']:10}{r['model']:>9}"
+            f"{_value(r['window_size'], '{}'):>6}{_value(r['sigma'], '{:g}'):>6}"
+            f"{_value(r.get('alpha'), '{:g}'):>6}{_value(r.get('n_components'), '{}'):>6}"
+            f"{_value(r['std_rmse']):>11}{r['rank']:>6}"
             f"{_value(r['rmse']):>14}" + ("  <- chosen" if r["chosen"] else ""))
     more = sum(r["rank"] is not None for r in tuning["table"]) - shown
-    say("(std. RMSE: of the standardised rows, ranks the candidates of a transform; RMSE: "
-        "the best of each transform replayed on the same folds, in the series' units, "
-        "chooses the transform" + (f"; {more} more candidates in --json" if more else "")
+    say("(stage 1: transforms, windows and σ at the first α and D; stage 2: α and D of "
+        "the chosen one; std. RMSE: of the standardised rows, ranks the candidates of a "
+        "transform and stage; RMSE: the best of each replayed on the same folds, in the "
+        "series' units, chooses" + (f"; {more} more candidates in --json" if more else "")
         + ")")
     c = tuning["choice"]
     flags = " ".join(f"{_flag(k)} {c[k]}" for k in _TUNED if c[k] is not None)
