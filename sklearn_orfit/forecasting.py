@@ -10,6 +10,9 @@ features' frequency scale σ and the model, with scikit-learn's
 a fold, then predict-then-update over it; the user guide's prequential protocol). The
 rest of the series is left for reporting: the chosen settings are judged on values the
 search never saw.
+
+:func:`plot_forecast` draws a series with the forecasts of a
+:class:`~sklearn_orfit.StreamForecaster` past its end and their prediction intervals.
 """
 
 import contextlib
@@ -27,7 +30,7 @@ from ._streaming._prequential import prequential_predict
 from .metrics import _beyond_scored_range
 from .model_selection import PrequentialSplit, make_prequential_scorer
 
-__all__ = ["StreamForecaster", "tune_forecast"]
+__all__ = ["StreamForecaster", "plot_forecast", "tune_forecast"]
 
 # the models whose state is a sliding window of the last ``window_size`` rows
 _WINDOWED = ("abo", "ensemble", "sw-krls", "qrd-rls")
@@ -602,3 +605,115 @@ def tune_forecast(
         horizon=horizon, n_lags=n_lags, n_splits=n_splits, fold_size=fold_size,
         warmup_size=warmup, search=search,
     )
+
+
+def _levels_of(intervals, coverage):
+    """``(bounds of shape (h, n_levels, 2), labels)`` of ``predict_interval``'s output."""
+    if hasattr(intervals, "columns"):  # the DataFrame of pandas input
+        names = [c[len("lower_"):] for c in intervals.columns if c.startswith("lower_")]
+        bounds = np.stack([intervals[[f"lower_{n}", f"upper_{n}"]].to_numpy(float)
+                           for n in names], axis=1)
+        return bounds, [f"{n} %" for n in names]
+    bounds = np.asarray(intervals, dtype=float)
+    if bounds.ndim != 3 or bounds.shape[2] != 2:
+        raise ValueError("intervals must be predict_interval's output: a DataFrame, or "
+                         f"an array of shape (horizon, n_levels, 2); got shape "
+                         f"{bounds.shape}.")
+    if coverage is None:
+        labels = [f"interval {j + 1}" for j in range(bounds.shape[1])]
+    else:
+        coverage = list(np.atleast_1d(coverage))
+        if len(coverage) != bounds.shape[1]:
+            raise ValueError(f"coverage has {len(coverage)} levels, intervals "
+                             f"{bounds.shape[1]}.")
+        labels = [f"{100 * float(c):g} %" for c in coverage]
+    return bounds, labels
+
+
+def plot_forecast(y, forecast, intervals=None, *, coverage=None, backtest=None, last=None,
+                  ax=None):
+    """Draw a series, its forecast past the end and the forecast's intervals.
+
+    Parameters
+    ----------
+    y : pandas Series or array-like of shape (n_samples,)
+        The observed series (what the forecaster learned, or its end).
+    forecast : pandas Series or array-like of shape (horizon,)
+        The forecasts of the values after ``y``: :meth:`StreamForecaster.predict`.
+        A Series is drawn at its own time stamps; an array after ``y``'s last position.
+    intervals : DataFrame or array-like of shape (horizon, n_levels, 2), default=None
+        :meth:`StreamForecaster.predict_interval`: one shaded band per level, the
+        widest the lightest.
+    coverage : sequence of float, default=None
+        The levels of an array ``intervals``, for the legend (a DataFrame names its
+        own).
+    backtest : pandas Series or array-like of shape (n_samples,), default=None
+        Prequential forecasts of ``y`` (e.g. the ``h1`` column of
+        :meth:`StreamForecaster.backtest`), drawn beside it.
+    last : int, default=None
+        Draw only the last ``last`` values of ``y`` (``None``: all).
+    ax : matplotlib Axes, default=None
+        Where to draw (``None``: a new figure).
+
+    Returns
+    -------
+    ax : matplotlib Axes
+
+    Notes
+    -----
+    Needs matplotlib (the ``plot`` extra: ``pip install sklearn-orfit[plot]``). Nothing
+    is computed: the function draws what the forecaster returned.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from sklearn_orfit import StreamForecaster
+    >>> from sklearn_orfit.forecasting import plot_forecast
+    >>> y = np.sin(np.arange(300) / 8.0)
+    >>> f = StreamForecaster(n_lags=12, horizon=6).fit(y)
+    >>> ax = plot_forecast(y, f.predict(), f.predict_interval(), coverage=f.coverage,
+    ...                    last=100)
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['series', 'forecast', '95 % interval', '80 % interval']
+    """
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:  # pragma: no cover - matplotlib is an extra
+        raise ImportError("plot_forecast needs matplotlib: pip install "
+                          "'sklearn-orfit[plot]'") from exc
+    if ax is None:
+        _, ax = plt.subplots(figsize=(10, 4))
+    values = np.asarray(y, dtype=float).ravel()
+    n = values.shape[0]
+    x = y.index if hasattr(y, "index") else np.arange(n)
+    lo = 0 if last is None else max(0, n - int(last))
+    ax.plot(x[lo:], values[lo:], lw=1.2, color="0.2", label="series")
+    if backtest is not None:
+        b = np.asarray(backtest, dtype=float).ravel()
+        if b.shape[0] != n:
+            raise ValueError(f"backtest has {b.shape[0]} values, y {n}.")
+        ax.plot(x[lo:], b[lo:], lw=1.0, color="tab:orange", label="backtest")
+    f = np.asarray(forecast, dtype=float).ravel()
+    fx = forecast.index if hasattr(forecast, "index") else np.arange(n, n + f.shape[0])
+    ax.plot(fx, f, lw=1.4, color="tab:green", marker="o", markersize=2.5,
+            label="forecast")
+    if intervals is not None:
+        bounds, labels = _levels_of(intervals, coverage)
+        if bounds.shape[0] != f.shape[0]:
+            raise ValueError(f"intervals has {bounds.shape[0]} steps, forecast "
+                             f"{f.shape[0]}.")
+        widths = np.nanmean(bounds[:, :, 1] - bounds[:, :, 0], axis=0)
+        order = np.argsort(-np.nan_to_num(widths, nan=np.inf))  # the widest first
+        for rank, j in enumerate(order):
+            label = f"{labels[j]} interval" if labels[j].endswith("%") else labels[j]
+            if f.shape[0] == 1:  # one value: its intervals as bars
+                ax.vlines(fx, bounds[:, j, 0], bounds[:, j, 1], color="tab:green",
+                          lw=4 + 3 * rank, alpha=0.25 + 0.2 * rank, label=label)
+            else:
+                ax.fill_between(fx, bounds[:, j, 0], bounds[:, j, 1], color="tab:green",
+                                alpha=0.15 + 0.15 * rank, lw=0, label=label)
+    ax.legend(loc="best", fontsize=8)
+    ax.grid(alpha=0.3)
+    return ax

@@ -255,3 +255,47 @@ def test_refit_is_the_chosen_forecaster_fitted_on_the_whole_series():
 def test_clear_errors_of_the_new_grids(kwargs, match):
     with pytest.raises(ValueError, match=match):
         tune_forecast(noisy_sine(), **{**SMALL, **kwargs})
+
+
+def test_plot_forecast_draws_the_forecaster_output():
+    """pandas: the forecast and its bands at the future time stamps; numpy: after the
+    last position, the levels named by ``coverage``; one value: bars; shapes checked."""
+    pytest.importorskip("matplotlib")
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import pandas as pd
+
+    from sklearn_orfit import StreamForecaster
+    from sklearn_orfit.forecasting import plot_forecast
+
+    y = pd.Series(noisy_sine()[:200],
+                  index=pd.date_range("2024-01-01", periods=200, freq="h"))
+    f = StreamForecaster(n_lags=8, horizon=4).fit(y)
+    forecast, bands = f.predict(), f.predict_interval()
+    ax = plot_forecast(y, forecast, bands, backtest=f.backtest(y)["h1"], last=50)
+    series, backtest, line = ax.get_lines()
+    assert len(series.get_xdata()) == 50 and len(backtest.get_xdata()) == 50
+    assert list(pd.DatetimeIndex(line.get_xdata())) == list(forecast.index)
+    np.testing.assert_array_equal(line.get_ydata(), forecast.to_numpy())
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == [
+        "series", "backtest", "forecast", "95 % interval", "80 % interval"]
+    # the 95 % band encloses the 80 % one
+    (wide, narrow) = ax.collections
+    assert np.ptp(wide.get_paths()[0].vertices[:, 1]) > np.ptp(
+        narrow.get_paths()[0].vertices[:, 1])
+    plt.close("all")
+
+    v = y.to_numpy()
+    g = StreamForecaster(n_lags=8, horizon=1).fit(v)
+    ax = plot_forecast(v, g.predict(), g.predict_interval(), coverage=(0.8, 0.95))
+    assert ax.get_lines()[-1].get_xdata().tolist() == [200]
+    assert len(ax.collections) == 2  # the bars of one value
+    with pytest.raises(ValueError, match="coverage has 1 levels"):
+        plot_forecast(v, g.predict(), g.predict_interval(), coverage=(0.8,))
+    with pytest.raises(ValueError, match="shape"):
+        plot_forecast(v, g.predict(), np.zeros((1, 2)))
+    with pytest.raises(ValueError, match="backtest has 3 values"):
+        plot_forecast(v, g.predict(), backtest=np.zeros(3))
+    plt.close("all")
