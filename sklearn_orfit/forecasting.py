@@ -144,9 +144,10 @@ def _alphas_for(model, alphas):
     return [a for a in alphas if a > 0 or model not in _POSITIVE_ALPHA]
 
 
-def _param_grid(models, window_sizes, sigmas, alphas=None, dims=None):
+def _param_grid(models, window_sizes, sigmas, alphas=None, dims=None, first=False):
     """One grid per model, with only the settings that model uses (``alphas`` and
-    ``dims``: ``None`` when not searched)."""
+    ``dims``: ``None`` when not searched; ``first``: only the first ridge the model
+    takes and the first ``D``, a staged search's first stage)."""
     grid = []
     for m in models:
         g = {"model": [m]}
@@ -154,10 +155,14 @@ def _param_grid(models, window_sizes, sigmas, alphas=None, dims=None):
             g["window_size"] = list(window_sizes)
         if m in _USES_SIGMA:
             g["sigma"] = list(sigmas)
-        if alphas is not None and _alphas_for(m, alphas):
-            g["alpha"] = _alphas_for(m, alphas)
+        if alphas is not None and m in _USES_ALPHA:
+            taken = _alphas_for(m, alphas)
+            if not taken:
+                raise ValueError(f"alphas holds no ridge that {m} takes (it needs "
+                                 f"alpha > 0): {list(alphas)}.")
+            g["alpha"] = taken[:1] if first else taken
         if dims is not None and m in _USES_D:
-            g["n_components"] = list(dims)
+            g["n_components"] = list(dims)[:1] if first else list(dims)
         grid.append(g)
     return grid
 
@@ -535,9 +540,7 @@ def tune_forecast(
     base = _ForecastModel(n_components=n_components, random_state=random_state,
                           model_params=model_params)
     staged = search == "staged"
-    grid = _param_grid(models, window_sizes, sigmas,
-                       alphas[:1] if staged and alphas is not None else alphas,
-                       dims[:1] if staged and dims is not None else dims)
+    grid = _param_grid(models, window_sizes, sigmas, alphas, dims, first=staged)
     common = dict(base=base, cv=cv, scorer=scorer, n_lags=n_lags, horizon=horizon,
                   n_jobs=n_jobs)
 

@@ -251,6 +251,7 @@ def test_refit_is_the_chosen_forecaster_fitted_on_the_whole_series():
     (dict(alphas=(0.1,), model_params={"alpha": 0.1}), "both searched"),
     (dict(n_components=(64, 0)), "n_components must hold ints >= 1"),
     (dict(search="random"), "search must be"),
+    (dict(alphas=(0.0,), models=("abo", "sw-krls")), "no ridge that sw-krls takes"),
 ])
 def test_clear_errors_of_the_new_grids(kwargs, match):
     with pytest.raises(ValueError, match=match):
@@ -299,3 +300,20 @@ def test_plot_forecast_draws_the_forecaster_output():
     with pytest.raises(ValueError, match="backtest has 3 values"):
         plot_forecast(v, g.predict(), backtest=np.zeros(3))
     plt.close("all")
+
+
+@pytest.mark.parametrize("search", ["full", "staged"])
+def test_the_baselines_are_searched_over_the_ridges_they_take(search):
+    """QRD-RLS needs α > 0: a grid starting with 0 gives it its positive ridges (in a
+    staged search the first one it takes), never its default in their place."""
+    tuned = tune_forecast(noisy_sine(), **{**SMALL, "models": ("qrd-rls", "abo"),
+                                           "alphas": (0.0, 0.1, 1.0), "search": search,
+                                           "refit": False})
+    alphas = {(r["model"], r["alpha"]) for r in tuned.table if r["stage"] == 1}
+    if search == "full":
+        assert alphas == {("qrd-rls", 0.1), ("qrd-rls", 1.0), ("abo", 0.0),
+                          ("abo", 0.1), ("abo", 1.0)}
+    else:
+        assert alphas == {("qrd-rls", 0.1), ("abo", 0.0)}
+        second = {r["alpha"] for r in tuned.table if r["stage"] == 2}
+        assert second == ({0.1, 1.0} if tuned.model == "qrd-rls" else {0.0, 0.1, 1.0})
