@@ -19,7 +19,7 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, _fit_context
-from ._streaming._base import StreamLockMixin, rollback_on_error
+from ._streaming._base import StreamLockMixin, _held, rollback_on_error
 from .compose._pipeline import StreamingPipeline, make_streaming_pipeline
 from .abo._qr_ewrls import QREWRLSRegressor
 from .abo._rff import RandomFourierFeatures
@@ -45,6 +45,11 @@ def default_regressor(n_features):
 
 def _is_pandas(obj):
     return hasattr(obj, "iloc") and hasattr(obj, "index")
+
+
+#: the state arrays the stream writes into (the others are replaced at each step)
+_WRITTEN_IN_PLACE = ("_ring_origin", "_ring_f", "_ring_q", "_issued_origin", "_issued_q",
+                     "_res", "_res_pos", "n_residuals_", "alpha_")
 
 
 def _future_index(index, freq, n):
@@ -314,10 +319,17 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
             The updated forecaster.
         """
         check_is_fitted(self)
-        self._check_params_unchanged()
-        yv, Xv, index = self._check_chunk(y_new, X_new, first=False)
-        self._run(yv, Xv, record=False)
-        self._set_index(index)
+        # all or nothing: a rejected or interrupted update (an error or Ctrl-C inside a
+        # step) leaves the forecaster, its regressor included, as it was
+        with rollback_on_error(self):
+            self._check_params_unchanged()
+            yv, Xv, index = self._check_chunk(y_new, X_new, first=False)
+            # the arrays the steps write into are this call's own copies: restoring the
+            # attributes restores them
+            for name in _WRITTEN_IN_PLACE:
+                setattr(self, name, getattr(self, name).copy())
+            self._run(yv, Xv, record=False)
+            self._set_index(index)
         return self
 
     def backtest(self, y, X=None, *, return_interval=False):
@@ -389,7 +401,8 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
             when no forecast can be made yet.
         """
         h = self._check_horizon(horizon)
-        f = self._forecast_now(h, X_future)
+        with _held(self):  # the state of one call boundary (an update may be running)
+            f = self._forecast_now(h, X_future)
         return self._wrap(f, h)
 
     def predict_interval(self, horizon=None, coverage=None, X_future=None):
@@ -413,8 +426,9 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         """
         h = self._check_horizon(horizon)
         levels = self._levels if coverage is None else tuple(float(c) for c in coverage)
-        f = self._forecast_now(h, X_future)
-        Q = self._quantiles(levels)[:h]
+        with _held(self):  # the state of one call boundary (an update may be running)
+            f = self._forecast_now(h, X_future)
+            Q = self._quantiles(levels)[:h]
         out = np.stack([f[:, None] - Q, f[:, None] + Q], axis=-1)
         if self._pandas:
             import pandas as pd
@@ -444,7 +458,8 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
             ``−MSE`` (greater is better), NaN when no forecast was made.
         """
         check_is_fitted(self)
-        work = copy.deepcopy(self)
+        with _held(self):
+            work = copy.deepcopy(self)
         yv, Xv, _ = work._check_chunk(y, X, first=False)
         F, _ = work._run(yv, Xv, record=True)
         err = (F - yv[:, None]) ** 2

@@ -416,3 +416,94 @@ def test_a_pickle_records_the_state_format():
     state["_sklearn_orfit_state_format"] = STATE_FORMAT + 1
     with pytest.raises(ValueError, match="Fit the model again"):
         StreamForecaster.__new__(StreamForecaster).__setstate__(state)
+
+
+class _Interrupt(BaseException):
+    """Raised inside a step to play an error or a Ctrl-C in the middle of an update."""
+
+
+def _fail_at(obj, name, call, exc=_Interrupt):
+    """Make ``obj.name`` raise ``exc`` at its ``call``-th call (counted from 1)."""
+    real, count = getattr(obj, name), [0]
+
+    def wrapped(*args, **kwargs):
+        count[0] += 1
+        if count[0] == call:
+            raise exc("interrupted")
+        return real(*args, **kwargs)
+
+    setattr(obj, name, wrapped)
+    return lambda: delattr(obj, name)  # the class's method again
+
+
+@pytest.mark.parametrize("final", ["short-window", "long-window", "orfit"])
+@pytest.mark.parametrize("exc", [_Interrupt, ValueError])
+@pytest.mark.parametrize("strategy", ["direct", "recursive"])
+def test_an_update_interrupted_inside_a_step_leaves_the_state_unchanged(final, exc,
+                                                                       strategy):
+    """An error or a Ctrl-C at the 5th row an update learns: the forecaster (its
+    histories, conformal state, the regressor's window) is as before the call, and the
+    stream continues as if the call had never been made."""
+    from sklearn_orfit import ORFitRegressor
+
+    last = {"short-window": QREWRLSRegressor(10, alpha=0.1),
+            "long-window": QREWRLSRegressor(60, alpha=0.1),
+            "orfit": ORFitRegressor(memory_size=5)}[final]
+    model = make_streaming_pipeline(RecursiveStandardScaler(),
+                                    RandomFourierFeatures(16, sigma=0.3, random_state=0),
+                                    last)
+    y = series(200)
+    fc = StreamForecaster(model, n_lags=4, horizon=3, strategy=strategy,
+                          conformal_window=50).fit(y[:100])
+    clean = pickle.loads(pickle.dumps(fc))
+    before = pickle.dumps(fc)
+    step = list(fc.regressor_.named_steps_.values())[-1]  # the fitted final step
+    undo = _fail_at(step, "learn_one", 5, exc)
+    with pytest.raises(exc, match="interrupted"):
+        fc.update(y[100:130])
+    undo()
+    assert fc.n_samples_seen_ == 100
+    _assert_same(_state(fc), _state(clean))
+    assert pickle.dumps(fc) == before
+    fc.update(y[100:])
+    clean.update(y[100:])
+    _assert_same(_state(fc), _state(clean))
+
+
+def test_predict_during_updates_reads_one_call_boundary():
+    """One thread updates in calls of 2 values while another forecasts: every forecast
+    (and interval) equals, exactly, the one after some update."""
+    import sys
+    import threading
+
+    y = series(200)
+    seq = make(strategy="recursive").fit(y[:100])
+    boundaries = [(seq.predict(), seq.predict_interval())]
+    for a in range(100, 200, 2):
+        seq.update(y[a:a + 2])
+        boundaries.append((seq.predict(), seq.predict_interval()))
+
+    fc = make(strategy="recursive").fit(y[:100])
+    done, seen = threading.Event(), []
+
+    def write():
+        try:
+            for a in range(100, 200, 2):
+                fc.update(y[a:a + 2])
+        finally:
+            done.set()
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        writer = threading.Thread(target=write)
+        writer.start()
+        while not done.is_set():
+            seen.append((fc.predict(), fc.predict_interval()))
+        writer.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert seen
+    for f, band in seen:  # (each call reads one boundary; the two may differ)
+        assert any(np.array_equal(f, bf) for bf, _ in boundaries)
+        assert any(np.array_equal(band, bb, equal_nan=True) for _, bb in boundaries)

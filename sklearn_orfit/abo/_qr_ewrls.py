@@ -235,6 +235,7 @@ class QREWRLSRegressor(
             if needs_private(solver.buf.Zh):  # loaded with mmap_mode="r" or "r+" (Zh: the largest)
                 make_private(solver)
             record = solver.save_one()
+            before = {"coef_": self.coef_, "n_samples_seen_": self.n_samples_seen_}
             try:
                 beta = solver.learn_one(x, yv, norm=norm)
                 # commit, in one statement (β is replaced, never written into: no copy)
@@ -245,6 +246,9 @@ class QREWRLSRegressor(
             except BaseException:
                 solver.restore_one(record)
                 raise
+            # undone with the enclosing learning call (a forecaster's update) if that
+            # fails later: the undo records run in reverse order
+            on_rollback(lambda: (solver.restore_one(record), self.__dict__.update(before)))
         return self
 
     @property
