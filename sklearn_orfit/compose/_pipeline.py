@@ -168,6 +168,39 @@ def _format_changed(changed, limit=6):
     return shown + (f" (and {len(changed) - limit} more)" if len(changed) > limit else "")
 
 
+def check_deep_params(estimator, *, built, ignore=_is_execution_param, note=""):
+    """Refuse to continue a meta-estimator's stream after ``set_params`` changed a
+    parameter that its fitted parts were made with.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A meta-estimator whose ``_stream_deep_params`` (:func:`record_deep_params`) were
+        recorded when its stream started (none recorded: nothing to check).
+    built : str
+        What was made with the previous values, for the message (``"the partitions
+        were built"``).
+    ignore : callable, default=_is_execution_param
+        ``ignore(key)`` is true for the parameters that may change mid-stream.
+    note : str, default=""
+        Appended to the message (which parameters may change).
+
+    Raises
+    ------
+    ValueError
+        Naming the parameters that changed, and saying to call ``fit``.
+    """
+    changed = changed_stream_params(
+        estimator, estimator.__dict__.get("_stream_deep_params"), ignore=ignore
+    )
+    if changed:
+        raise ValueError(
+            f"{_format_changed(changed)} changed (set_params) since this stream started; "
+            f"{built} with the previous values. Call fit to start a new stream with the "
+            f"new parameters{note}."
+        )
+
+
 # ---------------------------------------------------------------------- transactions
 def _is_atomic(step):
     """Steps whose every learning call is all-or-nothing on its own: the package's
@@ -856,13 +889,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         Both the template steps (``steps``) and the fitted ones (``steps_``, which
         indexing and ``named_steps`` give after fitting) are checked.
         """
-        changed = changed_stream_params(self, self.__dict__.get("_stream_deep_params"))
-        if changed:
-            raise ValueError(
-                f"{_format_changed(changed)} changed (set_params) since this stream "
-                "started; the fitted steps (steps_) are clones made with the previous "
-                "values. Call fit to start a new stream with the new parameters."
-            )
+        check_deep_params(self, built="the fitted steps (steps_) are clones made")
         recorded = self.__dict__.get("_fitted_step_params") or {}
         changed = [
             f"{name}__{key}"
