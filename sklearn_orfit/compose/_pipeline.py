@@ -710,14 +710,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         """Transform each row with the state before it, then learn it (all steps).
 
         Available when every step is a transformer, so that a streaming pipeline can be
-        a step of another one.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : None
-            Ignored.
+        a step of another one. ``X``: rows in stream order; ``y`` is ignored.
 
         Returns
         -------
