@@ -268,6 +268,34 @@ def _final_has(attr):
     return check
 
 
+def _final_step_method(name, returns, description):
+    """The pipeline's ``name``: the fitted transformers, then the final step's ``name``,
+    with every step read at one call boundary (no learning). Available when the final
+    step has ``name``; ``returns`` and ``description`` document what it returns."""
+
+    def method(self, X, **params):
+        with _held(self):  # every step at one call boundary
+            return getattr(self._fitted(), name)(X, **params)
+
+    method.__name__ = name
+    method.__qualname__ = f"StreamingPipeline.{name}"
+    method.__doc__ = f"""Apply the fitted transformers, then the final ``{name}`` (no learning).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+        **params : dict
+            Passed to the final estimator's ``{name}``.
+
+        Returns
+        -------
+        {returns}
+            {description}
+        """
+    return available_if(_final_has(name))(method)
+
+
 def _step_kind(step):
     """How a streaming pipeline drives ``step`` (see :func:`_stream_one_step`)."""
     if _is_skipped(step):
@@ -1018,24 +1046,16 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
                 _safe_set_output(step, transform=transform)
         return self
 
-    @available_if(_final_has("predict"))
-    def predict(self, X, **params):
-        """Apply the fitted transformers, then the final ``predict`` (no learning).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        **params : dict
-            Passed to the final estimator's ``predict``.
-
-        Returns
-        -------
-        y_pred : ndarray
-            The predictions of the current state.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().predict(X, **params)
+    predict = _final_step_method(
+        "predict", "y_pred : ndarray", "The predictions of the current state.")
+    decision_function = _final_step_method(
+        "decision_function", "scores : ndarray", "The final estimator's decision function.")
+    predict_proba = _final_step_method(
+        "predict_proba", "proba : ndarray of shape (n_samples, n_classes)",
+        "Class probabilities.")
+    predict_log_proba = _final_step_method(
+        "predict_log_proba", "log_proba : ndarray of shape (n_samples, n_classes)",
+        "Log class probabilities.")
 
     @available_if(_final_has("transform"))
     def transform(self, X, **params):
@@ -1094,63 +1114,6 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         """
         with _held(self):  # every step at one call boundary
             return self._fitted().inverse_transform(X, **params)
-
-    @available_if(_final_has("decision_function"))
-    def decision_function(self, X, **params):
-        """Apply the fitted transformers, then the final ``decision_function``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        **params : dict
-            Passed to the final estimator.
-
-        Returns
-        -------
-        scores : ndarray
-            The final estimator's decision function.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().decision_function(X, **params)
-
-    @available_if(_final_has("predict_proba"))
-    def predict_proba(self, X, **params):
-        """Apply the fitted transformers, then the final ``predict_proba``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        **params : dict
-            Passed to the final estimator.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            Class probabilities.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().predict_proba(X, **params)
-
-    @available_if(_final_has("predict_log_proba"))
-    def predict_log_proba(self, X, **params):
-        """Apply the fitted transformers, then the final ``predict_log_proba``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        **params : dict
-            Passed to the final estimator.
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-            Log class probabilities.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().predict_log_proba(X, **params)
 
     @available_if(_final_has("score_samples"))
     def score_samples(self, X):
