@@ -119,8 +119,88 @@ def _units(exponent):
     return np.where(exponent == _NO_EXPONENT, 0, exponent)
 
 
-class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, TransformerMixin,
-                              BaseEstimator):
+class _StreamingTransformerMixin(StreamLockMixin):
+    """``fit``, ``partial_fit`` and ``prequential_transform`` of the streaming
+    transformers, written once.
+
+    Every call goes through the update template (:func:`_all_or_nothing`). The
+    transformer implements:
+
+    * ``_STATE_MARKER``: the attribute whose presence means that a stream has started;
+    * ``_reset()``: forget the stream (before :meth:`fit`);
+    * ``_init_state(n_features)``: a fresh state (``n_samples_seen_ = 0``);
+    * ``_learn_rows(X)``: learn validated rows in order;
+    * ``_prequential_rows(X)``: validated rows, each transformed with the state learned
+      before it, then learned;
+    * ``_stream_params`` (optional): the parameters the state is built with, which
+      ``set_params`` may not change mid-stream.
+    """
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @_all_or_nothing
+    def fit(self, X, y=None):
+        """Reset, then learn the rows of ``X`` as the start of a stream.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in stream order.
+        y : None
+            Ignored.
+
+        Returns
+        -------
+        self : object
+            The fitted transformer.
+        """
+        self._reset()
+        self._learn_rows(self._validate_chunk(X, first_call=True))
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @_all_or_nothing
+    def partial_fit(self, X, y=None):
+        """Learn the rows of ``X``, continuing the stream (the first call starts it).
+
+        ``X`` and ``y`` are as in :meth:`fit`; returns the transformer.
+        """
+        self._learn_rows(self._validate_chunk(X))
+        return self
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    @_all_or_nothing
+    def prequential_transform(self, X, y=None):
+        """Transform each row with the state learned from the rows before it, then learn
+        the rows: :meth:`transform` and :meth:`partial_fit` row after row, in one
+        vectorised call (no look-ahead). ``X`` and ``y`` are as in :meth:`fit`.
+
+        Returns
+        -------
+        X_out : ndarray of shape (n_samples, n_features_out)
+            Row ``t`` as :meth:`transform` gives it once the rows before it are learned
+            (see the class Notes for the first rows of a stream).
+        """
+        return self._prequential_rows(self._validate_chunk(X))
+
+    def _validate_chunk(self, X, *, first_call=None):
+        """Validate the rows of a learning call; a new stream's state is made here, a
+        continued stream's parameters checked."""
+        if first_call is None:
+            first_call = self._STATE_MARKER not in self.__dict__
+        if not first_call:
+            self._check_stream_params()
+        X = validate_data(self, X, reset=first_call, dtype=np.float64)
+        if first_call:
+            self._init_state(X.shape[1])
+        return X
+
+    def _check_stream_params(self):
+        """The state was built with the parameters the stream started with."""
+        check_stream_params(self)
+
+
+class RecursiveStandardScaler(_StreamingTransformerMixin, OneToOneFeatureMixin,
+                              TransformerMixin, BaseEstimator):
     """Streaming z-scoring: each row scaled with the mean and std of the stream before it.
 
     :meth:`partial_fit` keeps the running mean and (population, ``ddof=0``) variance of
@@ -235,75 +315,11 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
         self.with_std = with_std
 
     # ------------------------------------------------------------------ learning
-    @_fit_context(prefer_skip_nested_validation=True)
-    @_all_or_nothing
-    def fit(self, X, y=None):
-        """Reset, then learn the statistics of ``X``.
+    # fit, partial_fit and prequential_transform: _StreamingTransformerMixin's
+    _STATE_MARKER = "mean_"
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : RecursiveStandardScaler
-            The fitted scaler.
-        """
-        self._reset()
-        X = validate_data(self, X, reset=True, dtype=np.float64)
-        self._init_state(X.shape[1])
-        self._merge(X)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    @_all_or_nothing
-    def partial_fit(self, X, y=None):
-        """Merge the statistics of ``X`` into the running ones.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows, continuing the stream.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : RecursiveStandardScaler
-            The updated scaler.
-        """
-        first_call = not hasattr(self, "mean_")
-        X = validate_data(self, X, reset=first_call, dtype=np.float64)
-        if first_call:
-            self._init_state(X.shape[1])
-        self._merge(X)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    @_all_or_nothing
-    def prequential_transform(self, X, y=None):
-        """Scale each row with the statistics of the rows before it, then learn it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows, continuing the stream.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        X_scaled : ndarray of shape (n_samples, n_features)
-            Row ``t`` scaled with the mean and standard deviation of every row learned
-            before it (for the first row of a stream: its own, giving 0).
-        """
-        first_call = not hasattr(self, "mean_")
-        X = validate_data(self, X, reset=first_call, dtype=np.float64)
-        if first_call:
-            self._init_state(X.shape[1])
+    def _prequential_rows(self, X):
+        """Each row scaled with the statistics of the rows before it, then learned."""
         b = X.shape[0]
         Xt = np.empty_like(X)
         if b == 0:
@@ -325,7 +341,7 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
                 m2s0=_pow2(m2s0, 2 * (exp0 - e)), e=e,
             )
             exp0, start = e, stop
-        self._merge(X)
+        self._learn_rows(X)
         return Xt
 
     def _prequential_block(self, X, out, *, n0, mean0s, m2s0, e):
@@ -424,7 +440,7 @@ class RecursiveStandardScaler(StreamLockMixin, OneToOneFeatureMixin, Transformer
         self._exp = np.full(n_features, _NO_EXPONENT, dtype=np.int64)
         self.n_samples_seen_ = 0
 
-    def _merge(self, X):
+    def _learn_rows(self, X):
         """Chan et al.'s pairwise update with the chunk ``X`` (two-pass chunk stats).
 
         Computed in units ``2^e`` of each column (``e``: exponent of the largest ``|x|``
@@ -507,7 +523,7 @@ _LAG_EXPECTED_FAILURES = {
 }
 
 
-class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
+class LagTransformer(_StreamingTransformerMixin, TransformerMixin, BaseEstimator):
     """Past rows of the stream as features (``horizon`` steps back), kept across calls.
 
     Row ``t`` becomes ``[x_{t−h}, x_{t−h−1}, ..., x_{t−h−n_lags+1}]`` with
@@ -619,53 +635,8 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
         self.horizon = horizon
         self.fill_value = fill_value
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @_all_or_nothing
-    def fit(self, X, y=None):
-        """Reset, then learn ``X`` as the start of the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : LagTransformer
-            The fitted transformer.
-        """
-        X = validate_data(self, X, reset=True, dtype=np.float64)
-        self._init_state(X.shape[1])
-        self._push(X)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    @_all_or_nothing
-    def partial_fit(self, X, y=None):
-        """Append ``X`` to the stream (only its last ``n_lags + horizon − 1`` rows are kept).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : LagTransformer
-            The updated transformer.
-        """
-        first_call = not hasattr(self, "history_")
-        if not first_call:
-            self._check_stream_params()
-        X = validate_data(self, X, reset=first_call, dtype=np.float64)
-        if first_call:
-            self._init_state(X.shape[1])
-        self._push(X)
-        return self
+    # fit, partial_fit and prequential_transform: _StreamingTransformerMixin's
+    _STATE_MARKER = "history_"
 
     def transform(self, X):
         """Lags of the rows of ``X`` taken as the continuation of the learned stream.
@@ -687,52 +658,24 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
         with _held(self):  # the ring of one call boundary, not of a write under way
             return self._lags(X)
 
-    @_fit_context(prefer_skip_nested_validation=True)
-    @_all_or_nothing
-    def prequential_transform(self, X, y=None):
-        """Lags of each row from the rows before it, then learn the rows.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows that follow the learned ones.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        X_lagged : ndarray of shape (n_samples, n_lags * n_features)
-            As :meth:`transform`.
-        """
-        first_call = not hasattr(self, "history_")
-        if not first_call:
-            self._check_stream_params()
-        X = validate_data(self, X, reset=first_call, dtype=np.float64)
-        if first_call:
-            self._init_state(X.shape[1])
+    def _prequential_rows(self, X):
+        """The lags of each row (from the rows before it), then the rows learned."""
         Xt = self._lags(X)
-        self._push(X)
+        self._learn_rows(X)
         return Xt
 
     @_all_or_nothing
     def fit_transform(self, X, y=None):
         """Reset, then return the lags within ``X`` (``fill_value`` before its start).
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : None
-            Ignored.
+        ``X`` and ``y`` are as in :meth:`fit`.
 
         Returns
         -------
         X_lagged : ndarray of shape (n_samples, n_lags * n_features)
             As :meth:`prequential_transform` on a fresh transformer.
         """
-        self.__dict__.pop("history_", None)
-        self.__dict__.pop("_stream_param_values", None)
-        self.__dict__.pop("n_samples_seen_", None)
+        self._reset()
         self.__dict__.pop("n_features_in_", None)
         self.__dict__.pop("feature_names_in_", None)
         return self.prequential_transform(X)
@@ -778,11 +721,11 @@ class LagTransformer(StreamLockMixin, TransformerMixin, BaseEstimator):
         """Rows the lags of the next rows can reach: ``n_lags + horizon − 1``."""
         return self.n_lags + self.horizon - 1
 
-    def _check_stream_params(self):
-        """``history_`` was built with the parameters the stream started with."""
-        check_stream_params(self)
+    def _reset(self):
+        for name in ("history_", "_stream_param_values", "n_samples_seen_"):
+            self.__dict__.pop(name, None)
 
-    def _push(self, X):
+    def _learn_rows(self, X):
         E = np.concatenate([self.history_, X])
         self.history_ = E[-self._n_history() :].copy()
         self.n_samples_seen_ += X.shape[0]

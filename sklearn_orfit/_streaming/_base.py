@@ -816,7 +816,8 @@ class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
             Targets.
         sample_weight : float or array-like of shape (n_samples,), default=None
             Per-row weights ``w_i >= 0`` (a scalar is broadcast), multiplying each row's
-            term of the least-squares objective (see the class Notes); ``None``: 1.
+            term of the objective (see the class Notes; a composite model passes them to
+            the models it holds); ``None``: 1.
 
         Returns
         -------
@@ -869,8 +870,9 @@ class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
         Returns
         -------
         y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i]`` from the state after rows ``< i − delay`` (0 before the first
-            row of a stream).
+            ``y_pred[i]`` from the state after rows ``< i − delay`` (before the first
+            row of a stream, the prediction of the model that has learned nothing: 0
+            for a linear model started at zero).
         """
         delay = check_delay(delay)
         return self._partial_fit(X, y, predict=True, reset=False, delay=delay,

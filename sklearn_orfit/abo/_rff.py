@@ -142,19 +142,8 @@ class RandomFourierFeatures(
 
         A later call after ``set_params`` changed ``n_components``, ``sigma`` or
         ``random_state`` raises ``ValueError``: the map was drawn with the old values
-        (call :meth:`fit` to draw a new one).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Only the number of features is used.
-        y : None
-            Ignored.
-
-        Returns
-        -------
-        self : RandomFourierFeatures
-            The fitted transformer.
+        (call :meth:`fit` to draw a new one). ``X`` and ``y`` are as in :meth:`fit`;
+        returns the fitted transformer.
         """
         first_call = "random_weights_" not in self.__dict__
         with stream_update(self, check_params=not first_call):

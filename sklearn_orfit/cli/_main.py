@@ -1166,15 +1166,6 @@ def _parse_step(text):
     return np.timedelta64(int(value), "s" if unit.startswith("second") else unit)
 
 
-def _step_text(step):
-    seconds = step / np.timedelta64(1, "s")
-    for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size and seconds % size == 0:
-            n = int(seconds // size)
-            return f"{n} {unit}{'s' if unit == 'day' and n > 1 else ''}"
-    return f"{seconds:g} s"
-
-
 # ----------------------------------------------------------------------- model files
 _MODEL_FORMATS = ("sklearn-orfit forecast model", "sklearn-orfit forecast stream")
 # 3: a SavedForecast object (joblib.load returns it), with one StreamForecaster per
@@ -2278,7 +2269,7 @@ def _forecast(args, out, given=frozenset()):
                 "n_calibration": fut["n_calibration"],
                 "n_learned": fut["n_learned"],
             }
-        after = (f"after {data.times[-1]}" + (f" (step {_step_text(step)})" if step
+        after = (f"after {data.times[-1]}" + (f" (step {_ts.spacing_text(step)})" if step
                                               is not None else "")
                  if data.times is not None and len(data.times) else
                  f"after position {time_offset + n_values - 1}")

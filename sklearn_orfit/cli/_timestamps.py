@@ -30,7 +30,7 @@ import numpy as np
 
 __all__ = [
     "EPOCH_RANGE", "HINT", "TimeStampError", "cell_format", "check_order", "epoch_name",
-    "find_gaps", "format_stamp", "gap_note", "parse_time_column", "sort_order",
+    "find_gaps", "format_stamp", "gap_note", "parse_time_column", "sort_order", "spacing_text",
 ]
 
 HINT = ("time stamps are read as ISO 8601 (2024-01-31, 2024-01-31T12:00, 2024-01-31 "
@@ -444,7 +444,8 @@ def find_gaps(times):
     return int(missing.sum()), int(where[0]), spacing
 
 
-def _spacing_text(spacing):
+def spacing_text(spacing):
+    """A time step as text: ``"15 min"``, ``"1 h"``, ``"2 days"``, ``"0.5 s"``."""
     seconds = spacing / np.timedelta64(1, "s")
     for unit, size in (("day", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size and seconds % size == 0:
@@ -467,6 +468,6 @@ def gap_note(times, name):
     if not n:
         return None
     return (f"time column {name!r}: {n} missing step{'s' if n > 1 else ''} (spacing "
-            f"{_spacing_text(spacing)}), first after {format_stamp(times[first])}; the "
+            f"{spacing_text(spacing)}), first after {format_stamp(times[first])}; the "
             "lags and --season count rows, not time, so a lag or season spans more time "
             "across a gap")

@@ -18,16 +18,16 @@ from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._compat import Interval, StrOptions, _BaseComposition, _fit_context
+from .._compat import Interval, StrOptions, _BaseComposition
 from ._ensemble import _working_copy
 from ._pipeline import (
-    StreamingPipeline, _is_atomic, _restore, changed_stream_params, record_deep_params,
+    StreamingPipeline, _is_atomic, _restore, check_deep_params, record_deep_params,
 )
 from .._streaming._prequential import prequential_predict as _prequential_predict
 from ..abo._qr_ewrls import QREWRLSRegressor
 from ..abo._rff import RandomFourierFeatures
 from .._streaming._base import (
-    StreamLockMixin, _held, check_delay, check_stream_sample_weight, expected_failed_checks,
+    StreamingRegressorMixin, _held, check_stream_sample_weight, expected_failed_checks,
     on_rollback, stream_update, validate_stream,
 )
 from ..baselines._sw_krls import SlidingWindowKRLSRegressor
@@ -350,7 +350,7 @@ def _predict_task(*, estimator, X):
     return np.asarray(estimator.predict(X), dtype=np.float64)
 
 
-class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
+class AggregatingRegressor(StreamingRegressorMixin, RegressorMixin, _BaseComposition):
     """Online aggregation of streaming experts (BOA, ML-Poly or EWA), predict-then-update.
 
     Each row is predicted by every expert from its state before the row (prequentially);
@@ -451,6 +451,10 @@ class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
     :meth:`fit` and :meth:`partial_fit` are prequential passes with ``delay=0``: the
     weights need the experts' predictions of each row before they learn it.
 
+    **Per-row weights** (``sample_weight``) are passed to every expert and multiply
+    each row's loss in the weight update; the predictions are those of the unweighted
+    rows.
+
     **Cost.** A row costs the sum of the experts' costs (each expert's own vectorised
     ``prequential_predict`` over the call) plus ``O(K · n_targets)`` for the weights: a
     few operations on vectors of length ``K`` in a loop over the rows (``python
@@ -506,8 +510,6 @@ class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
         "n_jobs": [None, Integral],
     }
 
-    _atomic_updates = True  # every learning call is all-or-nothing (see _stream)
-
     def __init__(self, estimators, *, method="boa", loss="squared", gradient=True,
                  learning_rate=None, history_size=10_000, share_features=True, n_jobs=None):
         self.estimators = estimators
@@ -555,96 +557,15 @@ class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
         return self
 
     # ------------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, sample_weight=None):
-        """Reset, then learn the rows of ``X`` in order (a prequential pass).
+    # fit, partial_fit, prequential_predict and predict: StreamingRegressorMixin's, over
+    # _partial_fit and _predict_rows; the experts' parameters are validated when they
+    # learn, so nested validation is on
+    _skip_nested_validation = False
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-        sample_weight : float or array-like of shape (n_samples,), default=None
-            Per-row weights ``w_i >= 0``: passed to every expert, and multiplying each
-            row's loss in the weight update.
-
-        Returns
-        -------
-        self : AggregatingRegressor
-            The fitted aggregate.
-        """
-        self._stream(X, y, predict=False, reset=True, sample_weight=sample_weight)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=False)
-    def partial_fit(self, X, y, sample_weight=None):
-        """Learn the rows of ``X`` in order, continuing the stream.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-        sample_weight : float or array-like of shape (n_samples,), default=None
-            Per-row weights (see :meth:`fit`).
-
-        Returns
-        -------
-        self : AggregatingRegressor
-            The updated aggregate.
-        """
-        self._stream(X, y, predict=False, reset=False, sample_weight=sample_weight)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=False)
-    def prequential_predict(self, X, y, *, delay=0, sample_weight=None):
-        """Predict each row from the state before it, then learn it.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-        delay : int, default=0
-            Labels arrive ``delay`` rows late: row ``i`` is predicted by the experts'
-            states after rows ``< i − delay`` of this call, with weights from the same
-            rows' losses (see :func:`~sklearn_orfit.prequential_predict`).
-        sample_weight : float or array-like of shape (n_samples,), default=None
-            Per-row weights (see :meth:`fit`); the predictions are those of the
-            unweighted rows.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i] = Σ_k p_{i,k} x_{i,k}``.
-        """
-        delay = check_delay(delay)
-        return self._stream(X, y, predict=True, reset=False, delay=delay,
-                            sample_weight=sample_weight)
-
-    def predict(self, X):
-        """The current mixture of the experts' predictions (no learning).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``Σ_k weights_[k] · expert_k(X)``.
-        """
-        # the experts and weights_ of one call boundary: a call that learns holds the
-        # lock from its first write into an expert to its commit of weights_
-        with _held(self):
-            P = self.predict_experts(X)
-            weights = self.weights_
+    def _predict_rows(self, X):
+        """``Σ_k weights_[k] · expert_k(X)`` for validated rows, 2-D (no learning)."""
         # Σ_k p_k x_k, summed over the expert axis
-        return np.einsum("nk...,k->n...", P, weights)
+        return np.einsum("nkt,k->nt", self._expert_predictions(X), self.weights_)
 
     def predict_experts(self, X):
         """Every expert's prediction (no learning).
@@ -664,13 +585,16 @@ class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
         # every expert at the same call boundary (the sequential path learns into the
         # experts in place before it commits): read under the lock, never creating it
         with _held(self):
-            inputs = self._expert_inputs(X)
-            preds = Parallel(n_jobs=self.n_jobs)(
-                delayed(_predict_task)(estimator=est, X=Z)
-                for est, Z in zip(self.estimators_, inputs)
-            )
-        P = self._stack(preds, X.shape[0])
+            P = self._expert_predictions(X)
         return P[:, :, 0] if self._n_targets is None else P
+
+    def _expert_predictions(self, X):
+        """Every expert's prediction of validated rows, ``(n_samples, K, n_targets)``."""
+        preds = Parallel(n_jobs=self.n_jobs)(
+            delayed(_predict_task)(estimator=est, X=Z)
+            for est, Z in zip(self.estimators_, self._expert_inputs(X))
+        )
+        return self._stack(preds, X.shape[0])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -768,7 +692,7 @@ class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
         P = np.stack(cols, axis=1)  # (n, K, T)
         return P
 
-    def _stream(self, X, y, *, predict, reset, delay=0, sample_weight=None):
+    def _partial_fit(self, X, y, *, predict, reset, delay=0, sample_weight=None):
         """One learning call, all-or-nothing (the package's update template)."""
         with stream_update(self, check_params=False):
             first = reset or "estimators_" not in self.__dict__
@@ -776,7 +700,9 @@ class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
                 self._reset()
                 self._check_experts()
             else:
-                self._check_params_unchanged()
+                check_deep_params(
+                    self, built="the experts and the weights were built", ignore=_may_change,
+                    note=" (n_jobs may change at any time)")
             X, Y, y_ndim = validate_stream(self, X, y, reset=first)
             n = X.shape[0]
             w = check_stream_sample_weight(sample_weight, n, reset=reset)
@@ -858,17 +784,6 @@ class AggregatingRegressor(StreamLockMixin, RegressorMixin, _BaseComposition):
                     "_hist_start": 0, "_hist_stop": 0}
         return {"weights_history_": wb2[s2:e2], "predictions_history_": pb2[s2:e2],
                 "_weights_buf": wb2, "_preds_buf": pb2, "_hist_start": s2, "_hist_stop": e2}
-
-    def _check_params_unchanged(self):
-        changed = changed_stream_params(
-            self, self.__dict__.get("_stream_deep_params"), ignore=_may_change)
-        if changed:
-            raise ValueError(
-                f"{', '.join(changed)} changed (set_params) since this stream started; "
-                "the experts and the weights were built with the previous values. Call "
-                "fit to start a new stream with the new parameters (n_jobs may change at "
-                "any time)."
-            )
 
 
 # ---------------------------------------------------------------------- grids

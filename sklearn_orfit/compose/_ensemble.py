@@ -8,16 +8,15 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._compat import HasMethods, Interval, _fit_context
-from ._pipeline import changed_stream_params, record_deep_params
+from .._compat import HasMethods, Interval
+from ._pipeline import check_deep_params, record_deep_params
 from .._streaming._prequential import prequential_predict as _prequential_predict
 from .._streaming._validation import accepts_keyword
 from ..abo._qr_ewrls import QREWRLSRegressor
 from ..abo._rff import RandomFourierFeatures
 from .._streaming._base import (
-    StreamLockMixin, check_delay, check_stream_sample_weight, expected_failed_checks,
+    StreamingRegressorMixin, check_stream_sample_weight, expected_failed_checks,
     make_private, stream_update, validate_stream,
 )
 
@@ -135,7 +134,7 @@ def _sub_map(*, features, columns, X_probe):
     return sub
 
 
-class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
+class FeaturePartitionEnsemble(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Average of streaming models, each fitted on one block of one random-feature draw.
 
     The feature map (default :class:`RandomFourierFeatures`) is drawn once, on the first
@@ -239,6 +238,9 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
     keeps the previous stream. Predictions are averaged in partition order in the
     parent.
 
+    **Per-row weights** (``sample_weight``) are passed to every partition's estimator,
+    which must accept them (e.g. :class:`QREWRLSRegressor`).
+
     **Memory-mapped state.** joblib hands process workers arrays above its
     ``max_nbytes`` threshold (1 MB) as read-only memory maps, and
     ``joblib.load(path, mmap_mode="r")`` returns them too; the working copy is private
@@ -290,7 +292,10 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
         "random_state": ["random_state"],
     }
 
-    _atomic_updates = True  # every learning call is all-or-nothing (see _stream)
+    # fit, partial_fit, prequential_predict and predict: StreamingRegressorMixin's, over
+    # _partial_fit and _predict_validated; the partitions' parameters are validated when
+    # they learn, so nested validation is on
+    _skip_nested_validation = False
 
     def __init__(
         self, features=None, estimator=None, *, n_partitions=4, n_jobs=None, random_state=None
@@ -301,96 +306,8 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.random_state = random_state
 
-    # ------------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, sample_weight=None):
-        """Reset, draw the feature map, then learn the rows of ``X`` in order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-        sample_weight : float or array-like of shape (n_samples,), default=None
-            Per-row weights ``w_i >= 0``, passed to every partition's estimator (which
-            must accept them, e.g. :class:`QREWRLSRegressor`).
-
-        Returns
-        -------
-        self : FeaturePartitionEnsemble
-            The fitted ensemble.
-        """
-        self._stream(X, y, predict=False, reset=True, sample_weight=sample_weight)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=False)
-    def partial_fit(self, X, y, sample_weight=None):
-        """Learn the rows of ``X`` in order, continuing the stream.
-
-        The first call draws the feature map.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-        sample_weight : float or array-like of shape (n_samples,), default=None
-            Per-row weights, passed to every partition (see :meth:`fit`).
-
-        Returns
-        -------
-        self : FeaturePartitionEnsemble
-            The updated ensemble.
-        """
-        self._stream(X, y, predict=False, reset=False, sample_weight=sample_weight)
-        return self
-
-    @_fit_context(prefer_skip_nested_validation=False)
-    def prequential_predict(self, X, y, *, delay=0, sample_weight=None):
-        """Predict each row from the state before it, then learn it (one task per block).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-        delay : int, default=0
-            Labels arrive ``delay`` rows late: every partition predicts row ``i`` from
-            the state that has learned rows ``< i − delay`` of this call (see
-            :func:`~sklearn_orfit.prequential_predict`).
-        sample_weight : float or array-like of shape (n_samples,), default=None
-            Per-row weights, passed to every partition (see :meth:`fit`); the
-            predictions are those of the unweighted rows.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i]``: the mean over partitions of their predictions from the state
-            after rows ``< i − delay`` (each partition's own convention before its first
-            row; 0 for :class:`QREWRLSRegressor`).
-        """
-        delay = check_delay(delay)
-        return self._stream(X, y, predict=True, reset=False, delay=delay,
-                            sample_weight=sample_weight)
-
-    def predict(self, X):
-        """Mean of the partitions' predictions (no learning).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            The predictions of the current state.
-        """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+    def _predict_validated(self, X):
+        """Mean of the partitions' predictions of validated rows (no learning)."""
         preds = Parallel(n_jobs=self.n_jobs)(
             delayed(_predict_partition)(transformer=transformer, estimator=estimator, X=X)
             for transformer, estimator in zip(self.partition_features_, self.estimators_)
@@ -461,7 +378,7 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
     def __sklearn_is_fitted__(self):
         return hasattr(self, "estimators_")
 
-    def _stream(self, X, y, *, predict, reset, delay=0, sample_weight=None):
+    def _partial_fit(self, X, y, *, predict, reset, delay=0, sample_weight=None):
         """One learning call, all-or-nothing (the package's update template).
 
         The partitions learn on working copies (:func:`_working_copy`); the copies are
@@ -474,7 +391,8 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
             if first_call:
                 self._reset()
             else:
-                self._check_params_unchanged()
+                check_deep_params(self, built="the partitions were built", ignore=_may_change,
+                                  note=" (n_jobs may change at any time)")
             X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
             w = check_stream_sample_weight(sample_weight, X.shape[0], reset=reset)
             if w is not None:
@@ -521,18 +439,6 @@ class FeaturePartitionEnsemble(StreamLockMixin, RegressorMixin, BaseEstimator):
                 )
             self.__dict__.update(state)  # the commit: one call, after every partition
         return y_pred
-
-    def _check_params_unchanged(self):
-        """A parameter changed with ``set_params`` since the stream started is an error."""
-        changed = changed_stream_params(
-            self, self.__dict__.get("_stream_deep_params"), ignore=_may_change
-        )
-        if changed:
-            raise ValueError(
-                f"{', '.join(changed)} changed (set_params) since this stream started; "
-                "the partitions were built with the previous values. Call fit to start a "
-                "new stream with the new parameters (n_jobs may change at any time)."
-            )
 
 
 def _average(preds):

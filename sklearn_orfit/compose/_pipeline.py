@@ -168,6 +168,39 @@ def _format_changed(changed, limit=6):
     return shown + (f" (and {len(changed) - limit} more)" if len(changed) > limit else "")
 
 
+def check_deep_params(estimator, *, built, ignore=_is_execution_param, note=""):
+    """Refuse to continue a meta-estimator's stream after ``set_params`` changed a
+    parameter that its fitted parts were made with.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A meta-estimator whose ``_stream_deep_params`` (:func:`record_deep_params`) were
+        recorded when its stream started (none recorded: nothing to check).
+    built : str
+        What was made with the previous values, for the message (``"the partitions
+        were built"``).
+    ignore : callable, default=_is_execution_param
+        ``ignore(key)`` is true for the parameters that may change mid-stream.
+    note : str, default=""
+        Appended to the message (which parameters may change).
+
+    Raises
+    ------
+    ValueError
+        Naming the parameters that changed, and saying to call ``fit``.
+    """
+    changed = changed_stream_params(
+        estimator, estimator.__dict__.get("_stream_deep_params"), ignore=ignore
+    )
+    if changed:
+        raise ValueError(
+            f"{_format_changed(changed)} changed (set_params) since this stream started; "
+            f"{built} with the previous values. Call fit to start a new stream with the "
+            f"new parameters{note}."
+        )
+
+
 # ---------------------------------------------------------------------- transactions
 def _is_atomic(step):
     """Steps whose every learning call is all-or-nothing on its own: the package's
@@ -233,6 +266,34 @@ def _final_has(attr):
         return hasattr(final, attr)
 
     return check
+
+
+def _final_step_method(name, returns, description):
+    """The pipeline's ``name``: the fitted transformers, then the final step's ``name``,
+    with every step read at one call boundary (no learning). Available when the final
+    step has ``name``; ``returns`` and ``description`` document what it returns."""
+
+    def method(self, X, **params):
+        with _held(self):  # every step at one call boundary
+            return getattr(self._fitted(), name)(X, **params)
+
+    method.__name__ = name
+    method.__qualname__ = f"StreamingPipeline.{name}"
+    method.__doc__ = f"""Apply the fitted transformers, then the final ``{name}`` (no learning).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows.
+        **params : dict
+            Passed to the final estimator's ``{name}``.
+
+        Returns
+        -------
+        {returns}
+            {description}
+        """
+    return available_if(_final_has(name))(method)
 
 
 def _step_kind(step):
@@ -677,14 +738,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         """Transform each row with the state before it, then learn it (all steps).
 
         Available when every step is a transformer, so that a streaming pipeline can be
-        a step of another one.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : None
-            Ignored.
+        a step of another one. ``X``: rows in stream order; ``y`` is ignored.
 
         Returns
         -------
@@ -856,13 +910,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         Both the template steps (``steps``) and the fitted ones (``steps_``, which
         indexing and ``named_steps`` give after fitting) are checked.
         """
-        changed = changed_stream_params(self, self.__dict__.get("_stream_deep_params"))
-        if changed:
-            raise ValueError(
-                f"{_format_changed(changed)} changed (set_params) since this stream "
-                "started; the fitted steps (steps_) are clones made with the previous "
-                "values. Call fit to start a new stream with the new parameters."
-            )
+        check_deep_params(self, built="the fitted steps (steps_) are clones made")
         recorded = self.__dict__.get("_fitted_step_params") or {}
         changed = [
             f"{name}__{key}"
@@ -998,24 +1046,16 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
                 _safe_set_output(step, transform=transform)
         return self
 
-    @available_if(_final_has("predict"))
-    def predict(self, X, **params):
-        """Apply the fitted transformers, then the final ``predict`` (no learning).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        **params : dict
-            Passed to the final estimator's ``predict``.
-
-        Returns
-        -------
-        y_pred : ndarray
-            The predictions of the current state.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().predict(X, **params)
+    predict = _final_step_method(
+        "predict", "y_pred : ndarray", "The predictions of the current state.")
+    decision_function = _final_step_method(
+        "decision_function", "scores : ndarray", "The final estimator's decision function.")
+    predict_proba = _final_step_method(
+        "predict_proba", "proba : ndarray of shape (n_samples, n_classes)",
+        "Class probabilities.")
+    predict_log_proba = _final_step_method(
+        "predict_log_proba", "log_proba : ndarray of shape (n_samples, n_classes)",
+        "Log class probabilities.")
 
     @available_if(_final_has("transform"))
     def transform(self, X, **params):
@@ -1074,63 +1114,6 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         """
         with _held(self):  # every step at one call boundary
             return self._fitted().inverse_transform(X, **params)
-
-    @available_if(_final_has("decision_function"))
-    def decision_function(self, X, **params):
-        """Apply the fitted transformers, then the final ``decision_function``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        **params : dict
-            Passed to the final estimator.
-
-        Returns
-        -------
-        scores : ndarray
-            The final estimator's decision function.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().decision_function(X, **params)
-
-    @available_if(_final_has("predict_proba"))
-    def predict_proba(self, X, **params):
-        """Apply the fitted transformers, then the final ``predict_proba``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        **params : dict
-            Passed to the final estimator.
-
-        Returns
-        -------
-        proba : ndarray of shape (n_samples, n_classes)
-            Class probabilities.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().predict_proba(X, **params)
-
-    @available_if(_final_has("predict_log_proba"))
-    def predict_log_proba(self, X, **params):
-        """Apply the fitted transformers, then the final ``predict_log_proba``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        **params : dict
-            Passed to the final estimator.
-
-        Returns
-        -------
-        log_proba : ndarray of shape (n_samples, n_classes)
-            Log class probabilities.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().predict_log_proba(X, **params)
 
     @available_if(_final_has("score_samples"))
     def score_samples(self, X):

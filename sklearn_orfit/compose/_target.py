@@ -21,6 +21,7 @@ from ._pipeline import (
     _restore,
     _snapshot,
     changed_stream_params,
+    check_deep_params,
     record_deep_params,
 )
 from .._streaming._prequential import _check_takes_weights, _is_fitted
@@ -261,13 +262,7 @@ class StreamingTransformedTargetRegressor(StreamingRegressorMixin, RegressorMixi
         self._fitted_regressor_params = record_deep_params(self.regressor_)
 
     def _check_params_unchanged(self):
-        changed = changed_stream_params(self, self.__dict__.get("_stream_deep_params"))
-        if changed:
-            raise ValueError(
-                f"{', '.join(changed)} changed (set_params) since this stream started; "
-                "regressor_ learned targets standardised with the previous values. "
-                "Call fit to start a new stream with the new parameters."
-            )
+        check_deep_params(self, built="regressor_ learned targets standardised")
         changed = changed_stream_params(
             self.regressor_, self.__dict__.get("_fitted_regressor_params")
         )

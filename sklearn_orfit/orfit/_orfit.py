@@ -88,6 +88,12 @@ class _ORFitMemoryMixin:
     # the attribute whose presence means a stream has started
     _STATE_MARKER = "coef_"
 
+    _sample_weight_unsupported = (
+        "ORFit fits each row exactly (the minimum-norm change that interpolates it), so "
+        "per-row weights have no least-squares objective to multiply; use "
+        "QREWRLSRegressor (windowed weighted least squares) for per-row weights."
+    )
+
     # ------------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y):
@@ -575,12 +581,6 @@ class ORFitRegressor(
     >>> y_pred.shape
     (20,)
     """
-
-    _sample_weight_unsupported = (
-        "ORFit fits each row exactly (the minimum-norm change that interpolates it), so "
-        "per-row weights have no least-squares objective to multiply; use "
-        "QREWRLSRegressor (windowed weighted least squares) for per-row weights."
-    )
 
     _parameter_constraints: dict = {
         "memory_size": [Interval(Integral, 0, None, closed="left"), None],

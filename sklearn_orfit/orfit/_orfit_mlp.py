@@ -133,16 +133,8 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, PredictMixin, Regres
 
     Notes
     -----
-    **Per-row weights** (``sample_weight``) are not accepted: ORFit fits each row
-    exactly (the smallest change of the parameters that interpolates it, orthogonal to
-    the stored gradients), so a positive weight would change nothing, and the only
-    least-squares step (a batch whose rows the memory already spans, see
-    :class:`~sklearn_orfit.exceptions.SpannedBatchWarning`) is a fallback, not an
-    objective that weights could honestly multiply. ``fit`` and ``partial_fit`` take no
-    ``sample_weight``; :func:`~sklearn_orfit.prequential_predict`,
-    :class:`StreamingPipeline` and :class:`FeaturePartitionEnsemble` raise ``ValueError``
-    when given weights for it. Use :class:`QREWRLSRegressor` (windowed least squares,
-    weighted exactly) for per-row weights.
+    **Per-row weights** (``sample_weight``) are not accepted, for the reason given in
+    :class:`ORFitRegressor`'s Notes (every row is fitted exactly).
 
     **Cost.** A step on ``n`` rows with ``c`` outputs, ``P`` parameters and ``k`` stored
     directions: the forward pass and the Jacobian by backpropagation, ``O(n·c·P)`` (one
@@ -211,12 +203,6 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, PredictMixin, Regres
     >>> bool(np.allclose(f + J @ (reg.params_ - w), y_new))  # linearised: fitted exactly
     True
     """
-
-    _sample_weight_unsupported = (
-        "ORFit fits each row exactly (the minimum-norm change that interpolates it), so "
-        "per-row weights have no least-squares objective to multiply; use "
-        "QREWRLSRegressor (windowed weighted least squares) for per-row weights."
-    )
 
     _parameter_constraints: dict = {
         "hidden_layer_sizes": ["array-like", Interval(Integral, 1, None, closed="left")],
