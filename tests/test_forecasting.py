@@ -317,3 +317,25 @@ def test_the_baselines_are_searched_over_the_ridges_they_take(search):
         assert alphas == {("qrd-rls", 0.1), ("abo", 0.0)}
         second = {r["alpha"] for r in tuned.table if r["stage"] == 2}
         assert second == ({0.1, 1.0} if tuned.model == "qrd-rls" else {0.0, 0.1, 1.0})
+
+
+def test_bench_tune_quick(tmp_path):
+    """The benchmark behind the README's --tune figures runs and scores every setting on
+    the values after the tuning part."""
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).parents[1] / "benchmarks" / "bench_tune.py"
+    spec = importlib.util.spec_from_file_location("bench_tune", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    results = bench.main_(["--quick", "--output-dir", str(tmp_path)])
+    n_tune = results["n_tune"]
+    assert n_tune == 1200 * 3 // 10 and results["tune"]["n_scored"] == 1200 - n_tune
+    assert {"alpha", "n_components"} <= set(results["tune"]["choice"])
+    assert len(results["settings"]) == 2
+    assert all(np.isfinite(r["rmse"]) for r in results["settings"])
+    assert results["best_in_hindsight"]["rmse"] == min(r["rmse"] for r in results["settings"])
+    doc = json.loads((tmp_path / "bench_tune_quick.json").read_text(encoding="utf-8"))
+    assert doc["results"]["tune"]["rmse"] == results["tune"]["rmse"]
