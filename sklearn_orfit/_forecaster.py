@@ -726,8 +726,7 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
             transformers, final = fast
             xt = x
             for tr in transformers:
-                xt = (tr.transform(xt[None, :])[0] if hasattr(tr, "prequential_transform")
-                      else tr.transform_one(xt))
+                xt = tr.transform_one(xt)
             return np.atleast_1d(final.predict_one(xt))
         return np.asarray(reg.predict(x[None, :]), dtype=np.float64).reshape(-1)
 

@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._compat import Interval, _fit_context
+from ._streaming._validation import check_one_row
 from ._streaming._base import (
     StreamLockMixin, _held, check_stream_params, record_stream_params, stream_update,
 )
@@ -393,6 +394,28 @@ class RecursiveStandardScaler(_StreamingTransformerMixin, OneToOneFeatureMixin,
             # in units 2^e of each column (exact): X − mean_ cannot overflow needlessly
             e, mean_s, var_s = self._scaled_statistics()
             return self._apply_scaled(_pow2(X, -e), mean_s, var_s, self.n_samples_seen_, e)
+
+    def transform_one(self, x):
+        """Scale one row as :meth:`transform` does, checking only its width, dtype and
+        finiteness (the single-observation path of a streaming pipeline).
+
+        Parameters
+        ----------
+        x : array-like of shape (n_features,)
+            The row to scale.
+
+        Returns
+        -------
+        x_scaled : ndarray of shape (n_features,)
+            ``(x − mean_) / scale_`` (without the parts switched off).
+        """
+        if "_mean_s" not in self.__dict__:
+            check_is_fitted(self)  # raises NotFittedError with the usual message
+        x = check_one_row(x, n_features=self.n_features_in_)
+        with _held(self):
+            e, mean_s, var_s = self._scaled_statistics()
+            return self._apply_scaled(_pow2(x[None, :], -e), mean_s, var_s,
+                                      self.n_samples_seen_, e)[0]
 
     def inverse_transform(self, X):
         """Undo :meth:`transform` with the current statistics.

@@ -568,3 +568,23 @@ def test_pre_step_interrupted_anywhere_changes_nothing(make, method):
         with pytest.raises(KeyboardInterrupt):
             _run_traced(lambda: getattr(est, method)(X[30:45]), pre.__file__, k)
         assert canonical_pickle(est) in (before, after), f"interrupted at line {k}: a state in between"
+
+
+@pytest.mark.parametrize("scale", [1e-300, 1.0, 1e300])
+@pytest.mark.parametrize("with_mean, with_std", [(True, True), (False, True), (True, False)])
+def test_transform_one_equals_transform(scale, with_mean, with_std):
+    """The one-row path scales a row exactly as ``transform`` does (every scale), with
+    cheap checks that still refuse a wrong width, NaN and an unfitted scaler."""
+    from sklearn.exceptions import NotFittedError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3)) * scale + 5 * scale
+    scaler = RecursiveStandardScaler(with_mean=with_mean, with_std=with_std).fit(X)
+    for x in rng.normal(size=(5, 3)) * scale:
+        assert_array_equal(scaler.transform_one(x), scaler.transform(x[None, :])[0])
+    with pytest.raises(ValueError, match="one row of 3 features"):
+        scaler.transform_one(np.ones(2))
+    with pytest.raises(ValueError, match="NaN"):
+        scaler.transform_one(np.array([1.0, np.nan, 0.0]))
+    with pytest.raises(NotFittedError):
+        RecursiveStandardScaler().transform_one(np.ones(3))
