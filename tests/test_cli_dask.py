@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from sklearn_orfit.cli import _main as _cli
+from sklearn_orfit.cli import _workers
 
 distributed = pytest.importorskip("distributed")
 
@@ -150,7 +151,7 @@ def test_every_worker_killed_mid_run_fails_within_the_timeout(tmp_path, capsys):
     assert "--timeout" in err
     # about --timeout after the loss (the last look that saw a worker was up to one
     # poll before it), plus the time the cluster takes to notice
-    assert 2 - _cli._DASK_POLL - 0.5 <= waited <= 2 + _cli._DASK_POLL + 3, waited
+    assert 2 - _workers._DASK_POLL - 0.5 <= waited <= 2 + _workers._DASK_POLL + 3, waited
     assert not (tmp_path / "m").exists()  # nothing written
     # the stopped run's thread ends once its client is closed (no thread left behind)
     for _ in range(100):
@@ -241,7 +242,7 @@ def test_a_run_the_cluster_does_not_compute_is_not_stopped(tmp_path, capsys,
     workers does not stop it, however short --timeout."""
     import time
 
-    monkeypatch.setattr(_cli, "_DASK_POLL", 0.05)
+    monkeypatch.setattr(_workers, "_DASK_POLL", 0.05)
     n = 5000
     times = np.datetime64("2024-01-01T00:00") + np.arange(n) * np.timedelta64(1, "h")
     write_csv(tmp_path / "long.csv", make_columns(n), times=times)

@@ -16,6 +16,7 @@ import pytest
 
 from sklearn_orfit import __version__, prequential_predict
 from sklearn_orfit.cli import _main as _cli
+from sklearn_orfit.cli import _workers
 from sklearn_orfit.cli import _experiments as ex
 from sklearn_orfit.cli import _model
 from sklearn_orfit.cli._model import MODEL_FILE_FORMAT, SavedForecast
@@ -621,7 +622,7 @@ def test_dask_backend_errors(tmp_path, data, capsys, monkeypatch, must_not_compu
 
 def test_unreachable_scheduler(tmp_path, data, capsys, monkeypatch, must_not_compute):
     pytest.importorskip("distributed")
-    monkeypatch.setattr(_cli, "_SCHEDULER_TIMEOUT", 1)
+    monkeypatch.setattr(_workers, "_SCHEDULER_TIMEOUT", 1)
     status, out, err = run(["--csv", tmp_path / "all.csv", "--column", "a,b", *SMALL,
                             "--no-save", "--backend", "dask", "--scheduler",
                             "tcp://127.0.0.1:9"], capsys)
@@ -639,7 +640,7 @@ def test_server_that_is_not_a_scheduler(tmp_path, data, capsys, monkeypatch,
 
     import warnings
 
-    monkeypatch.setattr(_cli, "_SCHEDULER_TIMEOUT", 1)
+    monkeypatch.setattr(_workers, "_SCHEDULER_TIMEOUT", 1)
     before = list(warnings.filters)
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
@@ -1028,7 +1029,7 @@ def test_tune_searches_the_ridge_and_the_features_in_a_second_stage(tmp_path, lo
     """Without --alpha and --n-components, --tune chooses them too: stage 1 the
     transforms, windows and σ at the first ridge and D of the grid, stage 2 every ridge
     and D of the chosen ones; the run uses the choice."""
-    from sklearn_orfit.cli import _main as cli_main
+    from sklearn_orfit.cli import _parser as cli_main
 
     argv = ["--csv", long_csv, "--column", "a", "--tune", "--tune-fraction", 0.5,
             "--window-size", 20, "--sigma", 0.5, "--transform", "none", "--n-lags", 4,

@@ -15,6 +15,7 @@ import pytest
 
 from sklearn_orfit.cli import _experiments as ex
 from sklearn_orfit.cli import _main as _cli
+from sklearn_orfit.cli import _run
 from sklearn_orfit.cli._model import SavedForecast
 
 SMALL = ["--n-components", 64, "--window-size", 20, "--n-lags", 4, "--quiet", "--no-plot",
@@ -418,7 +419,7 @@ def test_aggregate_forecasts_are_the_aggregating_regressors(tmp_path, series_csv
 def test_aggregate_default_grid_and_errors(tmp_path, series_csv, capsys):
     from argparse import Namespace
 
-    text = _cli._aggregate_description(Namespace(experts=None))
+    text = _run._aggregate_description(Namespace(experts=None))
     assert "8 experts: 4 ABO (N ∈ {50, 200}, σ ∈ {0.5, 1}, D ∈ {1024})" in text
     assert "4 SW-KRLS (N ∈ {50, 200}, s = 1/σ)" in text
     agg = ex.make_forecast_model("aggregate")

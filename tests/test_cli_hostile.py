@@ -15,6 +15,7 @@ import tempfile
 import numpy as np
 import pytest
 
+from sklearn_orfit.cli import _input, _run
 from sklearn_orfit.cli import _main as _cli
 from sklearn_orfit.cli import _experiments as ex
 
@@ -136,16 +137,16 @@ def test_huge_problem_refused_before_allocation(tmp_path, capsys, must_not_compu
 
 def test_memory_estimate_against_a_small_machine(monkeypatch):
     """The estimate refuses what a 1 GiB machine cannot hold and lets the default run."""
-    monkeypatch.setattr(_cli, "_available_memory", lambda: 2**30)
+    monkeypatch.setattr(_run, "_available_memory", lambda: 2**30)
     parse = _cli.build_parser().parse_args
-    _cli._check_memory(parse(["forecast"]), 2048, 4032)  # the default run: ~20 MB
+    _run._check_memory(parse(["forecast"]), 2048, 4032)  # the default run: ~20 MB
     args = parse(["forecast", "--window-size", "10000"])
     with pytest.raises(_cli.CLIError, match=r"--window-size 10000 and --n-components "
                        r"20000 needs about .* GiB .* 1 GiB available"):
-        _cli._check_memory(args, 20_000, 50_000)
+        _run._check_memory(args, 20_000, 50_000)
     # an estimate within a small factor of what a run allocates (measured with
     # tracemalloc: abo 75 MB for 179 MB estimated, ewrls 96 MB for 107 MB)
-    terms = _cli._memory_terms(parse(["forecast", "--model", "ewrls"]), 2000, 600)
+    terms = _run._memory_terms(parse(["forecast", "--model", "ewrls"]), 2000, 600)
     assert 8 * 2000**2 < sum(t[0] for t in terms) < 8 * 8 * 2000**2
 
 
@@ -312,7 +313,7 @@ def test_line_break_characters_stay_in_their_cell(tmp_path, capsys, char):
     """Only \\r, \\n and \\r\\n end a record: no phantom value, right line numbers."""
     values = wave()
     write_csv(tmp_path / "s.csv", values, notes={50: f"see{char}2", 120: f"a{char}b"})
-    got, column, lines = _cli._read_csv_column(str(tmp_path / "s.csv"), "x")
+    got, column, lines = _input._read_csv_column(str(tmp_path / "s.csv"), "x")
     assert column == "x"
     np.testing.assert_array_equal(got, values)  # 200 values, not 202
     np.testing.assert_array_equal(lines, np.arange(2, 202))
@@ -330,11 +331,11 @@ def test_quoted_cell_with_newlines(tmp_path, capsys):
     """A quoted cell may hold line breaks; a record's line is the one it starts on."""
     values = wave()
     write_csv(tmp_path / "s.csv", values, notes={10: "two\nlines", 20: "cr\r\nlf"})
-    got, _, lines = _cli._read_csv_column(str(tmp_path / "s.csv"), "x")
+    got, _, lines = _input._read_csv_column(str(tmp_path / "s.csv"), "x")
     np.testing.assert_array_equal(got, values)
     assert lines[10] == 12 and lines[11] == 14 and lines[21] == 25 and lines[-1] == 203
     np.testing.assert_array_equal(
-        _cli._read_csv_column(str(tmp_path / "s.csv"), "x", n_rows=15)[0], values[:15])
+        _input._read_csv_column(str(tmp_path / "s.csv"), "x", n_rows=15)[0], values[:15])
 
 
 def test_line_break_end_to_end(tmp_path, capsys):

@@ -15,7 +15,7 @@ lags and the scaler's state) and :func:`run_forecast` aligns its chunks on the s
 row numbers, so a continued stream gives the forecasts of one uninterrupted run, bit for
 bit.
 
-The functions are plain and importable, so the command line (:mod:`sklearn_orfit.cli._main`),
+The functions are plain and importable, so the command line (:mod:`sklearn_orfit.cli._run`),
 the documentation's examples, the benchmark scripts (``benchmarks/``: timing, machine
 header, figures, results as JSON, the ABO paper's reference figures) and the tests share
 them. Plots need matplotlib and the progress bar needs tqdm; both are optional.

@@ -1,6 +1,6 @@
 """Time stamps of a CSV column for the command line: formats, order, gaps.
 
-Pure functions (no I/O): the command line (:mod:`sklearn_orfit.cli._main`) reads the
+Pure functions (no I/O): the command line (:mod:`sklearn_orfit.cli._input`) reads the
 cells, these decide what they mean. The format is decided by the whole column, never
 row by row, so ``03/04/2020`` cannot mean March in one row and April in the next.
 
