@@ -183,6 +183,11 @@ def _used(base, params):
             int(d) if m in _USES_D else None)
 
 
+#: rows a validation fold should hold at least for a window to be searched (else the
+#: longest window's warm-up would leave every candidate a few rows to be judged on)
+_MIN_FOLD = 10
+
+
 def _feasible_fold_size(fewest, need_first, n_splits):
     """Rows per fold when the first fold starts after ``need_first`` rows."""
     return (fewest - max(need_first, fewest // (n_splits + 1))) // n_splits
@@ -336,9 +341,9 @@ def tune_forecast(
         the tuning part is not strictly positive.
     window_sizes : sequence of int, default=(20, 50, 100)
         Window lengths ``N`` searched (for the models with a window). With
-        ``warmup_size="auto"``, a window whose warm-up leaves no room for the folds in
-        the tuning part is left out, and the table says so (a row with its note), as
-        long as one window remains.
+        ``warmup_size="auto"``, a window whose warm-up leaves fewer than 10 rows to each
+        fold in the tuning part is left out, and the table says so (a row with its
+        note), as long as one window remains (when none leaves 10, those that leave 2).
     sigmas : sequence of float, default=(0.25, 0.5, 1.0)
         Frequency scales σ of the random features searched (``sw-krls``: the kernel's
         length scale ``1/σ``).
@@ -504,16 +509,21 @@ def tune_forecast(
     windowed = all(m in _WINDOWED for m in models)
     notes = []
     if warmup_size == "auto" and windowed:
-        # windows whose warm-up leaves no folds of 2 rows are left out (one must stay)
-        fits = [w for w in window_sizes
-                if _feasible_fold_size(fewest, delay + w, n_splits) >= 2]
+        # the longest window's warm-up precedes every candidate's folds: windows that
+        # leave folds of fewer than _MIN_FOLD rows are left out, with a note (when
+        # none leaves that many, those that leave 2 rows; one must stay)
+        for need in (_MIN_FOLD, 2):
+            fits = [w for w in window_sizes
+                    if _feasible_fold_size(fewest, delay + w, n_splits) >= need]
+            if fits:
+                break
         if fits and len(fits) < len(window_sizes):
             for w in window_sizes:
                 if w not in fits:
                     notes.append(_row(1, None, note=(
-                        f"skipped: window_size {w} (its warm-up leaves no room for "
-                        f"{n_splits} folds in the {n_tune} values of the tuning part; "
-                        "a larger tune_fraction)")))
+                        f"skipped: window_size {w} (its warm-up leaves fewer than "
+                        f"{need} rows to each of the {n_splits} folds in the {n_tune} "
+                        "values of the tuning part; a larger tune_fraction)")))
             window_sizes = tuple(fits)
         warmup = max(window_sizes)
     elif warmup_size in ("auto", None):

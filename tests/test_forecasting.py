@@ -339,3 +339,18 @@ def test_bench_tune_quick(tmp_path):
     assert results["best_in_hindsight"]["rmse"] == min(r["rmse"] for r in results["settings"])
     doc = json.loads((tmp_path / "bench_tune_quick.json").read_text(encoding="utf-8"))
     assert doc["results"]["tune"]["rmse"] == results["tune"]["rmse"]
+
+
+def test_a_window_that_leaves_folds_of_a_few_rows_is_left_out():
+    """240 values to tune on: window 200's warm-up (before every candidate's folds)
+    would leave folds of 9 rows; it is left out so that the others are judged on 56;
+    when no window leaves 10 rows, those that leave 2 are searched."""
+    x = noisy_sine()
+    kw = dict(n_lags=12, sigmas=(0.25,), n_components=64, transforms=("none",),
+              refit=False)
+    tuned = tune_forecast(x, window_sizes=(50, 200), tune_fraction=0.4, **kw)
+    (note,) = [r for r in tuned.table if r["transform"] is None]
+    assert "window_size 200" in note["note"] and "fewer than 10 rows" in note["note"]
+    assert tuned.warmup_size == 50 and tuned.fold_size == 56
+    small = tune_forecast(x, window_sizes=(30, 35), tune_fraction=0.11, **kw)
+    assert 2 <= small.fold_size < 10 and small.warmup_size == 35
