@@ -258,15 +258,16 @@ class BatchSolver:
             # underflow, and the estimate of κ(S) needs no Jacobi scaling. Rows as given
             # carry their norms: then ω = w and w s → w, one weight per window position
             if raw:
-                om = cy = w[None, :]
+                # (every weight 1 when λ = 1: the rows themselves, with no product by 1)
+                om = cy = None if self.lam == 1.0 else w[None, :]
             else:
                 om, cy = w[None, :] * s_w * s_w, w[None, :] * s_w
-            S = (Ew * om[:, None, :]) @ np.swapaxes(Ew, 1, 2)
+            S = (Ew if om is None else Ew * om[:, None, :]) @ np.swapaxes(Ew, 1, 2)
             if self.alpha:
                 d = np.arange(self.D)
                 S[:, d, d] += self.alpha
             with np.errstate(over="ignore", invalid="ignore"):  # a huge target: caught below
-                rhs = Ew @ (cy[:, :, None] * Y_w)
+                rhs = Ew @ (Y_w if cy is None else cy[:, :, None] * Y_w)
             bad = None if np.isfinite(rhs).all() else ~np.isfinite(rhs).all(axis=(1, 2))
         else:
             # ω = w s²/ω_max and w s/ω_max, with s divided by its largest value first: the
@@ -480,7 +481,11 @@ def _band(Zo, Zn, N):
     ``E = [Zo; Zn]``), block by block with matrix products."""
     n = N + Zn.shape[0]
     band = np.zeros((n, N + 1))
-    step = max(N, 32)
+    # a block of ``step`` rows computes ``step × (step + N)`` products of which it keeps
+    # ``step × (N + 1)``: short blocks waste fewer flops, long ones fewer calls. Measured
+    # (N = 20, 1000 rows, one thread, ms for steps 4/8/16/32): D = 64: 2.4/1.4/0.9/0.6;
+    # D = 1024: 4.0/3.1/3.0/3.9; D = 4096: 9.1/8.6/13.3/14.1
+    step = min(32, max(8, 8192 // max(Zo.shape[1], 1)))
     head = np.concatenate([Zo, Zn[: N + step]])  # the rows a block may need before Zn
 
     def rows(lo, hi):  # E[lo:hi], a view of Zn when it lies there
