@@ -17,6 +17,7 @@ and the pipelines' and the ensemble's) follows one template, :func:`stream_updat
 import _thread
 import contextvars
 import copy
+import math
 from contextlib import contextmanager
 
 import numpy as np
@@ -643,12 +644,21 @@ class OneRowPredictMixin:
         y_pred : float or ndarray of shape (n_targets,)
             ``x @ coef_``.
         """
-        check_fitted_fast(self)
-        x = check_one_row(x, n_features=self.n_features_in_)
         # no lock (it would cost ~1 µs a row): a call that learns assigns a new coef_
         # at its commit and never writes into the old one, so the one read of coef_
         # here is the coefficients of one call boundary
-        return x @ self.coef_
+        coef = self.__dict__.get("coef_")
+        if (type(x) is np.ndarray and x.dtype == np.float64 and x.ndim == 1
+                and coef is not None and coef.ndim == 1 and x.shape[0] == self.n_features_in_):
+            # a float64 row of the right length: a NaN or ±inf in it makes x·β NaN or
+            # ±inf, so a finite prediction needs no other check (a non-finite one is
+            # checked below, and stays when the row is finite: an overflow)
+            y_pred = x @ coef
+            if math.isfinite(y_pred):
+                return y_pred
+        check_fitted_fast(self)
+        x = check_one_row(x, n_features=self.n_features_in_)
+        return x @ coef
 
 
 #: scikit-learn's check that integer weights equal repeated rows, and why a model of a
