@@ -492,26 +492,41 @@ def _band(Zo, Zn, N):
     """``band[r, δ] = ⟨E[r], E[r−δ]⟩`` for ``δ = 0 … N`` (zero before the start of
     ``E = [Zo; Zn]``), block by block with matrix products."""
     n = N + Zn.shape[0]
+    D = Zo.shape[1]
     band = np.zeros((n, N + 1))
     # a block of ``step`` rows computes ``step × (step + N)`` products of which it keeps
     # ``step × (N + 1)``: short blocks waste fewer flops, long ones fewer calls. Measured
     # (N = 20, 1000 rows, one thread, ms for steps 4/8/16/32): D = 64: 2.4/1.4/0.9/0.6;
     # D = 1024: 4.0/3.1/3.0/3.9; D = 4096: 9.1/8.6/13.3/14.1
-    step = min(32, max(8, 8192 // max(Zo.shape[1], 1)))
+    step = min(32, max(8, 8192 // max(D, 1)))
     head = np.concatenate([Zo, Zn[: N + step]])  # the rows a block may need before Zn
+    # wide rows in slices of _BAND_COLUMNS features, each slice over all the blocks: a
+    # block's step + N rows of a slice stay in the core's cache for the next block, which
+    # shares N of them, and the products of the slices add up (measured, 1000 rows, one
+    # thread: D = 8192: 28 -> 20 ms; D = 16384: 58 -> 41 ms)
+    for c0 in range(0, max(D, 1), _BAND_COLUMNS):
+        cols = slice(c0, c0 + _BAND_COLUMNS)
 
-    def rows(lo, hi):  # E[lo:hi], a view of Zn when it lies there
-        return Zn[lo - N : hi - N] if lo >= N else head[lo:hi]
+        def rows(lo, hi):  # E[lo:hi] (of the slice), a view of Zn when it lies there
+            return Zn[lo - N : hi - N, cols] if lo >= N else head[lo:hi, cols]
 
-    for r0 in range(0, n, step):
-        r1 = min(r0 + step, n)
-        lo = max(0, r0 - N)
-        G = rows(r0, r1) @ rows(lo, r1).T  # (r1-r0, r1-lo)
-        i = np.arange(r1 - r0)[:, None]
-        src = r0 + i - np.arange(N + 1)[None, :]  # E index of the partner row
-        valid = src >= lo
-        band[r0:r1] = np.where(valid, G[i, np.where(valid, src - lo, 0)], 0.0)
+        for r0 in range(0, n, step):
+            r1 = min(r0 + step, n)
+            lo = max(0, r0 - N)
+            G = rows(r0, r1) @ rows(lo, r1).T  # (r1-r0, r1-lo)
+            i = np.arange(r1 - r0)[:, None]
+            src = r0 + i - np.arange(N + 1)[None, :]  # E index of the partner row
+            valid = src >= lo
+            part = np.where(valid, G[i, np.where(valid, src - lo, 0)], 0.0)
+            if c0:
+                band[r0:r1] += part
+            else:
+                band[r0:r1] = part
     return band
+
+
+#: the widest slice of features :func:`_band` multiplies at once
+_BAND_COLUMNS = 4096
 
 
 def _unit_band(band, sE, N):
