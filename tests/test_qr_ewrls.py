@@ -676,3 +676,41 @@ def test_weights_beyond_the_cutoff_follow_lstsq(N, D, lam, kind, solver):
         preds.append(float(one.predict_one(Z[t + 1])))
     preds[0] = o_pred[0, 0]
     assert_matches_oracle(np.array(preds), o_pred, kappa, solver)
+
+
+def test_plain_chunks_and_converted_chunks_learn_alike():
+    # a float64 array passes validation as it is; a list, float32 rows, a column of
+    # huge values (whose sum overflows) and a DataFrame go through scikit-learn's
+    # validation: every one learns the same numbers
+    Z, y = abo_features(8, 120)
+    Z, y = Z[:, :1].copy(), y.copy()
+    Z[60:80] = 1e307  # finite, but their sum overflows float64
+    y[60:80] = 1e-300 * np.arange(20)
+    plain = QREWRLSRegressor(N).fit(Z[:40], y[:40])
+    listed = QREWRLSRegressor(N).fit(Z[:40], y[:40])
+    p_plain = plain.prequential_predict(Z[40:], y[40:])
+    p_list = listed.prequential_predict(Z[40:].tolist(), y[40:].tolist())
+    np.testing.assert_array_equal(p_plain, p_list)
+    np.testing.assert_array_equal(plain.coef_, listed.coef_)
+
+
+def test_plain_chunk_of_a_model_fitted_with_feature_names_still_warns():
+    pd = pytest.importorskip("pandas")
+    Z, y = abo_features(8, 60)
+    frame = pd.DataFrame(Z, columns=[f"z{i}" for i in range(Z.shape[1])])
+    reg = QREWRLSRegressor(N).fit(frame[:40], y[:40])
+    with pytest.warns(UserWarning, match="feature names"):
+        reg.prequential_predict(Z[40:], y[40:])
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_predict_one_refuses_a_non_finite_row(bad):
+    Z, y = abo_features(8, 60)
+    reg = QREWRLSRegressor(N).fit(Z, y)
+    x = Z[0].copy()
+    x[3] = bad
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        reg.predict_one(x)
+    with pytest.raises(ValueError, match="features"):
+        reg.predict_one(Z[0, :-1])
+    assert reg.predict_one(Z[1].tolist()) == reg.predict(Z[1:2])[0]

@@ -123,6 +123,27 @@ def test_normal_stack_flags_what_it_cannot_solve_accurately():
     assert kappa[2] < 1e6
 
 
+@pytest.mark.parametrize("m", [1, 2, 3])
+def test_normal_stack_of_tiny_systems_flags_what_it_cannot_solve(m):
+    # systems of up to 3 unknowns are solved by a Cholesky factorisation over the whole
+    # stack: the same solutions as LAPACK's LU, and a matrix that is singular, indefinite
+    # or not finite is flagged as LU's are
+    rng = np.random.default_rng(5)
+    B = rng.normal(size=(6, m, 2 * m + 1))
+    S = B @ np.swapaxes(B, 1, 2)
+    S[1] = np.outer(B[1, :, 0], B[1, :, 0])  # rank one (singular for m > 1)
+    S[2] = -S[2]  # negative definite
+    S[3, 0, 0] = np.nan
+    S[4] = 0.0
+    rhs = rng.normal(size=(6, m, 2))
+    X, kappa = solve_normal_stack(S.copy(), rhs.copy())
+    for j in (0, 5):
+        assert np.isfinite(kappa[j]) and kappa[j] < 1e6
+        np.testing.assert_allclose(X[j], np.linalg.solve(S[j], rhs[j]), rtol=1e-12)
+    for j in (2, 3, 4) if m == 1 else (1, 2, 3, 4):
+        assert not kappa[j] <= 1e6, j
+
+
 # ---------------------------------------------------------------------- the window buffer
 def test_normalise_rows_is_exact_at_every_scale():
     rng = np.random.default_rng(3)

@@ -155,7 +155,8 @@ class WindowBuffer:
             self.G[:, p] = k
             self.G[p, p] = 1.0 if s > 0 else 0.0  # ẑ·ẑ of a unit (or zero) row
         self.pos = (p + 1) % self.N
-        self.n = min(self.n + 1, self.N)
+        if self.n < self.N:
+            self.n += 1
 
     def raw(self, slots=None):
         """Rows ``s·ẑ`` and targets of ``slots`` (default: the window, oldest first)."""
