@@ -40,6 +40,7 @@ Memory when it would exceed ``m`` directions (incremental PCA, sequential Karhun
 ``"latest"`` and ``"random"`` instead keep ``m`` rows of ``[B; Qᵀ]``.
 """
 
+import inspect
 import math
 import operator
 import os
@@ -909,7 +910,7 @@ def _warn_spanned(n_unfitted, n):
 # the frames of this package and of scikit-learn (whose _fit_context wraps fit)
 _INTERNAL_FILES = (
     os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
-    os.path.dirname(os.path.abspath(sklearn.__file__)) + os.sep,
+    os.path.dirname(os.path.abspath(inspect.getfile(sklearn))) + os.sep,
 )
 
 
