@@ -14,10 +14,13 @@ used if it is not found there.
 * ``_fit_context``: ``sklearn.base`` in 1.6.1 and 1.9.1. Missing:
   :func:`_fit_context_fallback` (validate the parameters, then fit with nested
   validation skipped).
-* ``Interval``, ``StrOptions``, ``HasMethods``, ``Hidden``:
+* ``Interval``, ``StrOptions``, ``HasMethods``, ``Hidden``, ``validate_params``:
   ``sklearn.utils._param_validation`` in 1.6.1 and 1.9.1. Missing: no fallback (the
   constraint objects are read by scikit-learn's own ``_validate_params``, so a copy
-  would not do); the ImportError names this file.
+  would not do); the ImportError names this file. ``validate_params`` checks a
+  function's arguments against such constraints (``InvalidParameterError``, a
+  ``ValueError``). ``Interval(Integral, ...)`` takes ``True`` and ``False`` as 1 and 0:
+  an argument that must refuse booleans keeps a check of its own.
 * ``_MetadataRequester``, ``_routing_enabled``: re-exported by the public
   ``sklearn.utils.metadata_routing`` in 1.6.1 and 1.9.1 (defined in
   ``sklearn.utils._metadata_requests``). Missing: the defining module; for
@@ -68,6 +71,7 @@ __all__ = [
     "_safe_set_output",
     "_threadpool_controller_decorator",
     "_wrap_data_with_container",
+    "validate_params",
 ]
 
 _MOVED = (
@@ -113,10 +117,13 @@ except ImportError:  # pragma: no cover - only on a scikit-learn without it
     _fit_context = _fit_context_fallback
 
 try:
-    from sklearn.utils._param_validation import HasMethods, Hidden, Interval, StrOptions
+    from sklearn.utils._param_validation import (
+        HasMethods, Hidden, Interval, StrOptions, validate_params,
+    )
 except ImportError:  # pragma: no cover - only on a scikit-learn that moved them
     raise _missing(
-        "Interval, StrOptions, HasMethods, Hidden", "sklearn.utils._param_validation"
+        "Interval, StrOptions, HasMethods, Hidden, validate_params",
+        "sklearn.utils._param_validation",
     ) from None
 
 

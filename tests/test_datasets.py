@@ -143,8 +143,16 @@ def test_make_lagged_rejects_bad_exog(exog, match):
 def test_make_lagged_rejects_bad_series():
     with pytest.raises(ValueError, match="series must be 1-D"):
         make_lagged(np.zeros((10, 2)), 2)
-    with pytest.raises(ValueError, match="n_lags must be >= 1"):
+    with pytest.raises(ValueError, match=r"'n_lags' parameter of make_lagged must be an int "
+                                         r"in the range \[1, inf\)\. Got 0"):
         make_lagged(np.zeros(10), 0, horizon=2)
+
+
+@pytest.mark.parametrize("n_lags", [2.5, 2.0, "2", None])
+def test_make_lagged_refuses_a_non_integer_n_lags(n_lags):
+    # was int(n_lags): 2.5 silently gave 2 lags, "2" two lags
+    with pytest.raises(ValueError, match="'n_lags' parameter of make_lagged must be an int"):
+        make_lagged(np.arange(10.0), n_lags)
 
 
 @pytest.mark.parametrize("n_lags, horizon", [(1, 1), (3, 2), (2, 5)])

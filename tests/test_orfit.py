@@ -15,7 +15,9 @@ from sklearn.exceptions import NotFittedError
 from sklearn.pipeline import make_pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_orfit import ORFitRegressor, RandomFourierFeatures, prequential_predict
+from sklearn_orfit import (
+    ORFitMLPRegressor, ORFitRegressor, RandomFourierFeatures, prequential_predict,
+)
 from sklearn_orfit.orfit._orfit import SpannedBatchWarning
 from _hostile import gaussian_stream
 from _state import canonical_pickle
@@ -627,6 +629,65 @@ def test_orfit_warning_escalated_to_an_error_leaves_the_state(name, call):
     assert canonical_pickle(reg) == canonical_pickle(shown)
     assert reg.n_samples_seen_ > 3 or name == "fit"
     assert_allclose(reg.predict(np.eye(3)), shown.predict(np.eye(3)), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name, call", _spanned_calls(), ids=[c[0] for c in _spanned_calls()])
+def test_orfit_warning_points_at_the_callers_line(name, call):
+    # fit, partial_fit and prequential_predict pointed into _orfit.py (their own return
+    # line): the stack level counted the frames of one route, not scikit-learn's
+    # _fit_context wrapper; only learn_one's pointed at the caller
+    reg = ORFitRegressor().fit(np.eye(3), [1.0, 2.0, 3.0])
+    with pytest.warns(SpannedBatchWarning) as caught:
+        call(reg)
+    assert [w.filename for w in caught] == [__file__]
+
+
+def test_orfit_delayed_warning_points_at_the_callers_line():
+    reg = ORFitRegressor().fit(np.eye(3), [1.0, 2.0, 3.0])
+    X = np.vstack([np.eye(3), np.eye(3)])
+    with pytest.warns(SpannedBatchWarning, match="6 of the 6 rows") as caught:
+        prequential_predict(reg, X, [4.0, 5.0, 6.0, 4.0, 5.0, 6.0], delay=2)
+    assert [w.filename for w in caught] == [__file__]
+
+
+@pytest.mark.parametrize("delay", [0, 3])
+def test_failed_call_puts_the_random_memory_generator_back(delay):
+    # the "random" policy draws from a generator in place: a call that failed after a
+    # draw left it advanced, so every later draw (and memory) differed from those of an
+    # estimator that never saw the call
+    X, y, _ = _stream(n_samples=30, n_features=8, seed=3)
+    kw = dict(memory_size=2, memory_policy="random", random_state=0)
+    reg = ORFitRegressor(**kw).fit(X[:4], y[:4])
+    ref = ORFitRegressor(**kw).fit(X[:4], y[:4])
+    before = canonical_pickle(reg)
+    # two rows that draw, then a row whose step overflows
+    bad = np.vstack([X[4:6], 1e-3 * X[6]])
+    with pytest.raises(ValueError, match="overflowed"):
+        reg.prequential_predict(bad, [1.0, 2.0, 1e308], delay=delay)
+    assert canonical_pickle(reg) == before
+    reg.partial_fit(X[6:10], y[6:10])
+    ref.partial_fit(X[6:10], y[6:10])
+    for i in range(10, 30):
+        reg.learn_one(X[i], y[i])
+        ref.learn_one(X[i], y[i])
+    assert_array_equal(reg.coef_, ref.coef_)
+    assert_array_equal(reg.components_, ref.components_)
+
+
+@pytest.mark.parametrize("reg", [ORFitRegressor(), ORFitMLPRegressor((3,), random_state=0)])
+def test_fit_signature_has_no_sample_weight_and_weights_say_why(reg):
+    # ORFit's learning calls come from the streaming base without sample_weight, so
+    # scikit-learn's meta-estimators see an estimator that takes no weights; weights
+    # passed anyway are refused with the reason (was a TypeError for an unknown keyword)
+    from sklearn.utils.validation import has_fit_parameter
+
+    X, y, _ = _stream(n_samples=6, n_features=4)
+    assert not has_fit_parameter(reg, "sample_weight")
+    for method in (reg.fit, reg.partial_fit, reg.prequential_predict):
+        assert "sample_weight" not in (method.__doc__ or "")
+        with pytest.raises(ValueError, match="ORFit fits each row exactly"):
+            method(X, y, sample_weight=np.ones(6))
+    assert not hasattr(reg, "n_samples_seen_")
 
 
 # ------------------------------------------------------------ ORFit: scale equivariance

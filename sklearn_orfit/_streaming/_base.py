@@ -17,6 +17,8 @@ and the pipelines' and the ensemble's) follows one template, :func:`stream_updat
 import _thread
 import contextvars
 import copy
+import functools
+import inspect
 import math
 from contextlib import contextmanager
 
@@ -35,10 +37,12 @@ __all__ = [
     "StreamLockMixin",
     "StreamingRegressorMixin",
     "STATE_FORMAT",
+    "VALIDATION_ATTRIBUTES",
     "check_delay",
     "check_state_format",
     "check_stream_params",
     "check_stream_sample_weight",
+    "clear_fitted_state",
     "expected_failed_checks",
     "commit_copy",
     "detached",
@@ -260,6 +264,36 @@ def check_stream_params(estimator):
                 "the state was built with the previous values. Call fit to start a new "
                 "stream with the new parameters."
             )
+
+
+#: What ``validate_data(..., reset=True)`` sets (the number and names of the features).
+VALIDATION_ATTRIBUTES = ("n_features_in_", "feature_names_in_")
+
+
+def clear_fitted_state(estimator, *, keep=(), private=()):
+    """Forget a stream: delete the fitted attributes and the named private state.
+
+    The fitted attributes are those whose names end in ``_`` (scikit-learn's convention;
+    dunder names excluded), except ``keep`` (e.g. :data:`VALIDATION_ATTRIBUTES`, when
+    the call that starts the new stream has already validated its input). Called inside
+    a learning call's transaction, so a new stream that fails to start leaves the old
+    one as it was.
+
+    Parameters
+    ----------
+    estimator : estimator
+        The estimator starting a new stream.
+    keep : tuple of str, default=()
+        Fitted attributes to keep.
+    private : tuple of str, default=()
+        Private attributes (``_name``) to delete too, where present.
+    """
+    state = estimator.__dict__
+    for name in [k for k in state if k.endswith("_") and not k.startswith("__")]:
+        if name not in keep:
+            del state[name]
+    for name in private:
+        state.pop(name, None)
 
 
 class _Transaction:
@@ -672,6 +706,40 @@ SAMPLE_WEIGHT_EQUIVALENCE_REASON = (
 )
 
 
+def _without_sample_weight(method):
+    """A public learning call of :class:`StreamingRegressorMixin` for an estimator that
+    takes no per-row weights: ``sample_weight`` left out of its signature and docstring.
+
+    Weights passed anyway (by keyword) reach the template, whose
+    :func:`check_stream_sample_weight` refuses them with the estimator's reason.
+    """
+
+    @functools.wraps(method)
+    def call(self, X, y, **kwargs):
+        return method(self, X, y, **kwargs)
+
+    signature = inspect.signature(method)
+    call.__signature__ = signature.replace(
+        parameters=[p for p in signature.parameters.values() if p.name != "sample_weight"]
+    )
+    call.__doc__ = _without_parameter(method.__doc__, "sample_weight")
+    return call
+
+
+def _without_parameter(doc, name):
+    """A numpydoc docstring without the entry of parameter ``name`` (its line and the
+    more indented lines below it)."""
+    lines, indent = [], None
+    for line in doc.splitlines(keepends=True):
+        depth = len(line) - len(line.lstrip())
+        if line.lstrip().startswith(f"{name} :"):
+            indent = depth
+        elif indent is None or not line.strip() or depth <= indent:
+            indent = None
+            lines.append(line)
+    return "".join(lines)
+
+
 class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
     """``fit``, ``partial_fit``, ``prequential_predict``, ``learn_one`` and ``predict``.
 
@@ -688,7 +756,16 @@ class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
     * ``_learn(X, Y, *, predict)``: learn validated rows in order (``Y`` 2-D), updating
       ``n_samples_seen_``, and return the prequential predictions (2-D) when ``predict``
       (else ``None``); it assigns new state arrays rather than writing into the old ones
-      (or undoes its in-place writes itself before re-raising).
+      (or undoes its in-place writes itself before re-raising);
+    * ``_learn_call(X, Y, sample_weight, *, predict, reset, delay)`` (optional): how the
+      rows of one public call are handed to ``_learn`` (by default: the delayed-label
+      schedule, then per-row weights); an estimator that cuts a call into steps of its
+      own or reports on a call as a whole overrides it;
+    * ``_sample_weight_unsupported`` (optional): why per-row weights have no meaning
+      for it. Then ``fit``, ``partial_fit`` and ``prequential_predict`` are generated
+      without ``sample_weight`` in their signatures and docstrings (scikit-learn's
+      ``has_fit_parameter`` is False), and weights passed anyway are a ``ValueError``
+      giving the reason.
 
     ``fit`` is ``_partial_fit`` with a reset, so ``fit`` and streaming ``partial_fit``
     cannot disagree.
@@ -704,12 +781,16 @@ class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
-        if cls.__dict__.get("_skip_nested_validation", True):
+        skip = cls.__dict__.get("_skip_nested_validation", True)
+        unweighted = bool(getattr(cls, "_sample_weight_unsupported", None))
+        if skip and not unweighted:
             return
         for name in ("fit", "partial_fit", "prequential_predict"):
             if name not in cls.__dict__:
                 method = getattr(StreamingRegressorMixin, name).__wrapped__
-                setattr(cls, name, _fit_context(prefer_skip_nested_validation=False)(method))
+                if unweighted:
+                    method = _without_sample_weight(method)
+                setattr(cls, name, _fit_context(prefer_skip_nested_validation=skip)(method))
 
     def _check_stream_params(self):
         """Refuse to continue a stream whose parameters changed since it started."""
@@ -748,13 +829,21 @@ class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
                 self._init_state(X.shape[1], Y.shape[1], y_ndim)
                 self._n_targets = None if y_ndim == 1 else Y.shape[1]
                 record_stream_params(self)
-            if predict and delay:
-                Y_pred = self._learn_delayed(X, Y, delay, sw)
-            else:
-                Y_pred = self._learn_weighted(X, Y, sw, predict=predict)
+            Y_pred = self._learn_call(X, Y, sw, predict=predict, reset=reset, delay=delay)
         if Y_pred is not None and y_ndim == 1:
             Y_pred = Y_pred[:, 0]
         return Y_pred
+
+    def _learn_call(self, X, Y, sample_weight, *, predict, reset, delay):
+        """Learn the validated rows of one public call (inside its transaction).
+
+        ``reset``: the call is ``fit``; ``delay``: labels that many rows late (only when
+        ``predict``). Returns the prequential predictions (2-D) when ``predict``, else
+        ``None``.
+        """
+        if predict and delay:
+            return self._learn_delayed(X, Y, delay, sample_weight)
+        return self._learn_weighted(X, Y, sample_weight, predict=predict)
 
     def _learn_delayed(self, X, Y, delay, sample_weight):
         """Validated rows whose labels arrive ``delay`` rows late (:func:`run_with_delay`).
@@ -836,7 +925,7 @@ class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
 
     def _learn_one(self, x, y):
         """``learn_one`` through the same template, with only cheap checks."""
-        check_fitted_fast(self)
+        check_fitted_fast(self, "n_samples_seen_")
         with stream_update(self, check_params=False):
             self._check_stream_params()
             x = check_one_row(x, n_features=self.n_features_in_)

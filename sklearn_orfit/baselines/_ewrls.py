@@ -7,7 +7,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._compat import Interval
-from .._streaming._base import LinearPredictMixin, StreamingRegressorMixin
+from .._streaming._base import (
+    VALIDATION_ATTRIBUTES, LinearPredictMixin, StreamingRegressorMixin, clear_fitted_state,
+)
 
 __all__ = ["EWRLSRegressor"]
 
@@ -127,9 +129,7 @@ class EWRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixin
 
     # ------------------------------------------------------------------ internals
     def _init_state(self, n_features, n_targets, y_ndim):
-        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
-            if name not in ("n_features_in_", "feature_names_in_"):
-                delattr(self, name)
+        clear_fitted_state(self, keep=VALIDATION_ATTRIBUTES)
         # P_0 = δ⁻¹ I
         self.inverse_gram_ = np.eye(n_features) / self.delta
         self.coef_ = np.zeros(n_features if y_ndim == 1 else (n_features, n_targets))

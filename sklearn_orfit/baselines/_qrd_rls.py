@@ -10,7 +10,9 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._compat import Interval, _threadpool_controller_decorator
-from .._streaming._base import LinearPredictMixin, StreamingRegressorMixin
+from .._streaming._base import (
+    VALIDATION_ATTRIBUTES, LinearPredictMixin, StreamingRegressorMixin, clear_fitted_state,
+)
 
 __all__ = ["QRDRLSRegressor"]
 
@@ -154,9 +156,7 @@ class QRDRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixi
 
     # ------------------------------------------------------------------ internals
     def _init_state(self, n_features, n_targets, y_ndim):
-        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
-            if name not in ("n_features_in_", "feature_names_in_"):
-                delattr(self, name)
+        clear_fitted_state(self, keep=VALIDATION_ATTRIBUTES)
         N, d = self.window_size, n_features
         # ring buffers of the window's raw rows (slot ``_pos`` is the oldest once full)
         self._X = np.zeros((N, d))

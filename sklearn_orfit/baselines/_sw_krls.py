@@ -16,7 +16,10 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._compat import Interval
-from .._streaming._base import StreamingRegressorMixin, check_stream_params, on_rollback
+from .._streaming._base import (
+    VALIDATION_ATTRIBUTES, StreamingRegressorMixin, check_stream_params, clear_fitted_state,
+    on_rollback,
+)
 
 __all__ = ["SlidingWindowKRLSRegressor"]
 
@@ -242,9 +245,7 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         return np.sort(self._ordered_slots())
 
     def _init_state(self, n_features, n_targets, y_ndim):
-        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
-            if name not in ("n_features_in_", "feature_names_in_"):
-                delattr(self, name)
+        clear_fitted_state(self, keep=VALIDATION_ATTRIBUTES)
         N = self.window_size
         # ring buffers: slot ``_pos`` receives the next row (and holds the oldest once
         # the window is full); empty slots have zero rows in ``_Kinv``

@@ -27,7 +27,8 @@ from .._streaming._prequential import prequential_predict as _prequential_predic
 from ..abo._qr_ewrls import QREWRLSRegressor
 from ..abo._rff import RandomFourierFeatures
 from .._streaming._base import (
-    StreamingRegressorMixin, _held, check_stream_sample_weight, expected_failed_checks,
+    StreamingRegressorMixin, _held, check_stream_sample_weight, clear_fitted_state,
+    expected_failed_checks,
     on_rollback, stream_update, validate_stream,
 )
 from ..baselines._sw_krls import SlidingWindowKRLSRegressor
@@ -653,10 +654,7 @@ class AggregatingRegressor(StreamingRegressorMixin, RegressorMixin, _BaseComposi
             raise ValueError('method="ewa" needs a learning_rate (a float > 0).')
 
     def _reset(self):
-        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
-            delattr(self, name)
-        for name in ("_n_targets", "_stream_deep_params", "_rule", *self._BUFFERS):
-            self.__dict__.pop(name, None)
+        clear_fitted_state(self, private=("_n_targets", "_stream_deep_params", "_rule", *self._BUFFERS))
 
     def _start(self, X):
         """Fresh clones of the experts, grouped by shared feature map."""

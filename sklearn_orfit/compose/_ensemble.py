@@ -16,7 +16,7 @@ from .._streaming._validation import accepts_keyword
 from ..abo._qr_ewrls import QREWRLSRegressor
 from ..abo._rff import RandomFourierFeatures
 from .._streaming._base import (
-    StreamingRegressorMixin, check_stream_sample_weight, expected_failed_checks,
+    StreamingRegressorMixin, check_stream_sample_weight, clear_fitted_state, expected_failed_checks,
     make_private, stream_update, validate_stream,
 )
 
@@ -331,10 +331,7 @@ class FeaturePartitionEnsemble(StreamingRegressorMixin, RegressorMixin, BaseEsti
         return QREWRLSRegressor() if self.estimator is None else self.estimator
 
     def _reset(self):
-        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
-            delattr(self, name)
-        for name in ("_y_ndim", "_n_targets", "_stream_deep_params"):
-            self.__dict__.pop(name, None)
+        clear_fitted_state(self, private=("_y_ndim", "_n_targets", "_stream_deep_params"))
 
     def _start(self, X):
         """Draw the map and build the partitions (returned, not stored, until success)."""

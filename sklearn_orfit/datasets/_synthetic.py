@@ -5,6 +5,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils import check_random_state
 
+from .._compat import Interval, validate_params
+
 __all__ = ["make_abo_series", "make_lagged"]
 
 
@@ -47,6 +49,10 @@ def make_abo_series(n_samples=10500, *, random_state=None):
     return x
 
 
+@validate_params(
+    {"n_lags": [Interval(Integral, 1, None, closed="left")]},
+    prefer_skip_nested_validation=True,
+)
 def make_lagged(series, n_lags, *, horizon=1, exog=None):
     """Turn a series into ``(X, y)``: ``n_lags`` lags, ``horizon`` steps ahead, optional exog.
 
@@ -128,8 +134,6 @@ def make_lagged(series, n_lags, *, horizon=1, exog=None):
     if series.ndim != 1:
         raise ValueError(f"series must be 1-D, got shape {series.shape}.")
     n_lags = int(n_lags)
-    if n_lags < 1:
-        raise ValueError(f"n_lags must be >= 1, got {n_lags}.")
     if isinstance(horizon, (bool, np.bool_)) or not isinstance(horizon, Integral):
         raise ValueError(f"horizon must be an int >= 1, got {horizon!r}.")
     horizon = int(horizon)

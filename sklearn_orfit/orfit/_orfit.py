@@ -40,23 +40,25 @@ Memory when it would exceed ``m`` directions (incremental PCA, sequential Karhun
 ``"latest"`` and ``"random"`` instead keep ``m`` rows of ``[B; Qᵀ]``.
 """
 
+import inspect
 import math
 import operator
+import os
+import sys
 import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import sklearn
 from scipy.linalg import blas
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted
 
-from .._compat import Interval, StrOptions, _fit_context
+from .._compat import Interval, StrOptions
 from .._streaming._base import (
-    LinearPredictMixin, OneRowPredictMixin, StreamLockMixin, check_delay, commit_copy,
-    learn_with_delay, stream_update, validate_stream,
+    VALIDATION_ATTRIBUTES, LinearPredictMixin, OneRowPredictMixin, StreamingRegressorMixin,
+    clear_fitted_state, on_rollback, run_with_delay,
 )
-from .._streaming._validation import check_one_row, check_one_target
 from ..exceptions import SpannedBatchWarning
 
 __all__ = ["ORFitRegressor", "SpannedBatchWarning"]
@@ -85,9 +87,6 @@ class _ORFitMemoryMixin:
     memory without touching the current one, and :meth:`_commit_memory` assigns it.
     """
 
-    # the attribute whose presence means a stream has started
-    _STATE_MARKER = "coef_"
-
     _sample_weight_unsupported = (
         "ORFit fits each row exactly (the minimum-norm change that interpolates it), so "
         "per-row weights have no least-squares objective to multiply; use "
@@ -95,77 +94,9 @@ class _ORFitMemoryMixin:
     )
 
     # ------------------------------------------------------------------ public API
-    @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
-        """Reset, then learn the rows of ``X`` in order, ``batch_size`` rows per step.
-
-        A new stream starts from the initial model (``coef_init``, or the MLP's random
-        initial network). Equivalent to a fresh estimator receiving one
-        :meth:`partial_fit` call per consecutive chunk of ``batch_size`` rows.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-
-        Returns
-        -------
-        self : object
-            The fitted estimator.
-        """
-        return self._learn(X, y, reset=True, batch_size=self.batch_size, predict=False)[0]
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y):
-        """Learn the rows of ``X`` as one batch, fitted exactly in one step.
-
-        The input is validated before any state changes: a rejected call (NaN, wrong
-        number of features or targets) raises ``ValueError`` and leaves the estimator
-        as it was.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            The batch.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Its targets.
-
-        Returns
-        -------
-        self : object
-            The updated estimator.
-        """
-        return self._learn(X, y, reset=False, batch_size=None, predict=False)[0]
-
-    @_fit_context(prefer_skip_nested_validation=True)
-    def prequential_predict(self, X, y, *, delay=0):
-        """Predict each row from the state before it, then learn it (one row per step).
-
-        Gives the same predictions and final state as calling :meth:`predict` and
-        :meth:`partial_fit` row by row, with the input validated once.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
-        delay : int, default=0
-            Labels arrive ``delay`` rows late: ``y_pred[i]`` is made by the model that
-            has learned rows ``< i − delay`` of this call (see
-            :func:`~sklearn_orfit.prequential_predict`). Every row is learned on return.
-
-        Returns
-        -------
-        y_pred : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            ``y_pred[i]`` from the model after rows ``< i − delay`` (the initial model,
-            ``x·W₀`` for the linear one, 0 by default, for the first rows of a stream).
-        """
-        delay = check_delay(delay)
-        return self._learn(X, y, reset=False, batch_size=1, predict=True, delay=delay)[1]
-
+    # fit, partial_fit and prequential_predict: StreamingRegressorMixin's template
+    # (lock, parameter check, validation, all or nothing); ORFit cuts the rows of a
+    # call into its steps (_learn_call)
     def learn_one(self, x, y):
         """Learn one row with only cheap checks (shape, dtype, finiteness).
 
@@ -187,64 +118,80 @@ class _ORFitMemoryMixin:
         """
         return self._learn_one(x, y)
 
-    def _learn(self, X, y, *, reset, batch_size, predict, delay=0):
-        """Validate everything, then learn (the package's update template: write lock,
-        parameter check, all or nothing)."""
-        first_call = reset or self._STATE_MARKER not in self.__dict__
-        with stream_update(self, check_params=False):
-            if first_call:
-                self._reset()
-            else:
-                self._check_stream_params()
-            X, Y, y_ndim = validate_stream(self, X, y, reset=first_call)
-            X = np.ascontiguousarray(X)
-            if first_call:
-                self._init_state(X.shape[1], Y.shape[1], y_ndim == 1)
-            n = X.shape[0]
-            step = n if batch_size is None else batch_size
-            Y_pred = np.empty_like(Y) if predict else None
-            n_unfitted = 0
+    # ------------------------------------------------------------------ learning
+    def _learn_call(self, X, Y, sample_weight, *, predict, reset, delay):
+        """The steps of one call: ``batch_size`` rows each in ``fit``, the whole call in
+        ``partial_fit``, one row each in ``prequential_predict`` (labels ``delay`` rows
+        late: one row per step as each label comes due, :func:`run_with_delay`).
 
-            def learn_rows(work, Xr, Yr):
-                nonlocal n_unfitted
-                for start in range(0, Xr.shape[0], step):
-                    stop = min(start + step, Xr.shape[0])
-                    P, unfitted = work._step(Xr[start:stop], Yr[start:stop])
-                    if predict and not delay:
-                        Y_pred[start:stop] = P
-                    n_unfitted += (stop - start) if unfitted else 0
+        The steps learn in place: each assigns new arrays or writes only the spare rows
+        of the memory's buffers, so the call's transaction restores the state if a later
+        step fails (no private copy of the state, whatever the delay).
+        """
+        if not (predict and delay):
+            return self._learn(X, Y, predict=predict,
+                               batch_size=self.batch_size if reset else None)
+        X = np.ascontiguousarray(X)
+        self._undo_draws(X.shape[0])
+        n_unfitted = 0
 
-            # overflow is detected and reported by _step, not as a RuntimeWarning
-            with np.errstate(over="ignore", invalid="ignore"):
-                if predict and delay:
-                    # labels `delay` rows late: a private copy learns, committed below
-                    Y_pred, work = learn_with_delay(self, X, Y, delay, learn=learn_rows,
-                                                    commit=False)
-                else:
-                    learn_rows(self, X, Y)
-            if n_unfitted:
-                # inside the transaction: a warning escalated to an error (e.g.
-                # warnings.simplefilter("error")) restores the state
-                _warn_spanned(n_unfitted, n, stacklevel=3)
-            if predict and delay:
-                commit_copy(self, work)
-        if predict and y_ndim == 1:
-            Y_pred = Y_pred[:, 0]
-        return self, Y_pred
+        def learn(Xr, Yr):
+            nonlocal n_unfitted
+            n_unfitted += self._steps(Xr, Yr, step=1)
 
-    def _learn_one(self, x, y):
-        """``learn_one``: one row through the same template, with only cheap checks."""
-        check_is_fitted(self)
-        with stream_update(self, check_params=False):
-            self._check_stream_params()
-            x = check_one_row(x, n_features=self.n_features_in_)
-            yv = check_one_target(y, n_targets=self._n_targets)
-            # overflow is detected and reported by _step, not as a RuntimeWarning
-            with np.errstate(over="ignore", invalid="ignore"):
-                # the warning is issued before the step commits: escalated to an error,
-                # it leaves the estimator as it was (user → learn_one → here → _step)
-                self._step(x[None, :], yv[None, :], warn_stacklevel=5)
-        return self
+        # overflow is detected and reported by _step, not as a RuntimeWarning
+        with np.errstate(over="ignore", invalid="ignore"):
+            Y_pred = run_with_delay(X, Y, delay, predict=self._predict_rows, learn=learn)
+        _warn_spanned(n_unfitted, X.shape[0])
+        return Y_pred
+
+    def _learn(self, X, Y, *, predict, batch_size=None):
+        """Learn validated rows (``Y`` 2-D) in steps of ``batch_size`` rows (``None``: one
+        step), or of one row when ``predict``; return the predictions each row had before
+        its step (2-D) when ``predict``.
+
+        A :class:`SpannedBatchWarning` for the rows left with a residual is issued once,
+        inside the call's transaction (a warning escalated to an error restores the
+        state).
+        """
+        X = np.ascontiguousarray(X)
+        n = X.shape[0]
+        self._undo_draws(n)
+        Y_pred = np.empty_like(Y) if predict else None
+        step = 1 if predict else (batch_size or max(n, 1))
+        # overflow is detected and reported by _step, not as a RuntimeWarning
+        with np.errstate(over="ignore", invalid="ignore"):
+            n_unfitted = self._steps(X, Y, step=step, Y_pred=Y_pred)
+        _warn_spanned(n_unfitted, n)
+        return Y_pred
+
+    def _steps(self, X, Y, *, step, Y_pred=None):
+        """Learn the rows ``step`` at a time, one :meth:`_step` each; the predictions
+        made before each step go to ``Y_pred``. Returns the number of rows whose batch
+        was left with a residual."""
+        n_unfitted = 0
+        for start in range(0, X.shape[0], step):
+            P, unfitted = self._step(X[start : start + step], Y[start : start + step])
+            if Y_pred is not None:
+                Y_pred[start : start + step] = P
+            if unfitted:
+                n_unfitted += P.shape[0]
+        return n_unfitted
+
+    def _undo_draws(self, n_rows):
+        """The ``"random"`` policy draws from ``_rng`` in place: if a call of ``n_rows``
+        rows fails, the generator's state is put back, so the next draws are those of an
+        estimator that never saw the call.
+
+        Not for one row (``learn_one``): saving the state costs about as much as a step
+        (≈ 40 µs), and nothing after a single row's draw can fail but an interrupt in the
+        lines between it and the commit (a row left with a residual adds no direction,
+        so it draws nothing).
+        """
+        if n_rows > 1 and self.memory_policy == "random" and self.memory_size:
+            rng = self._rng
+            state = rng.get_state()
+            on_rollback(lambda: rng.set_state(state))
 
     def _init_memory(self, n_features):
         """An empty memory for rows (gradients) of ``n_features`` entries."""
@@ -392,9 +339,9 @@ class _ORFitMemoryMixin:
 
 class ORFitRegressor(
     _ORFitMemoryMixin,
-    StreamLockMixin,
     OneRowPredictMixin,
     LinearPredictMixin,
+    StreamingRegressorMixin,
     RegressorMixin,
     BaseEstimator,
 ):
@@ -488,10 +435,11 @@ class ORFitRegressor(
     the stored gradients), so a positive weight would change nothing, and the only
     least-squares step (a batch whose rows the memory already spans, see
     :class:`~sklearn_orfit.exceptions.SpannedBatchWarning`) is a fallback, not an
-    objective that weights could honestly multiply. ``fit`` and ``partial_fit`` take no
-    ``sample_weight``; :func:`~sklearn_orfit.prequential_predict`,
-    :class:`StreamingPipeline` and :class:`FeaturePartitionEnsemble` raise ``ValueError``
-    when given weights for it. Use :class:`QREWRLSRegressor` (windowed least squares,
+    objective that weights could honestly multiply. ``fit``, ``partial_fit`` and
+    ``prequential_predict`` have no ``sample_weight`` parameter (scikit-learn's
+    ``has_fit_parameter`` is False) and raise ``ValueError`` saying so when given
+    weights, as do :func:`~sklearn_orfit.prequential_predict`,
+    :class:`StreamingPipeline` and :class:`FeaturePartitionEnsemble`. Use :class:`QREWRLSRegressor` (windowed least squares,
     weighted exactly) for per-row weights.
 
     **Cost.** A step on a batch of ``n`` rows with ``k`` stored directions: the
@@ -616,34 +564,11 @@ class ORFitRegressor(
         return tags
 
     # ------------------------------------------------------------------ state
-    def _reset(self):
-        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
-            delattr(self, name)
-        for name in self._PRIVATE_STATE:
-            self.__dict__.pop(name, None)
-
-    _PRIVATE_STATE = (
-        "_basis",
-        "_n_dirs",
-        "_sigma",
-        "_coords",
-        "_n_coords",
-        "_pca_cache",
-        "_rng",
-        "_n_targets",
-        "_stream_param_values",
-        "_stream_coef_init",
-    )
-
     _stream_params = _STREAM_PARAMS  # the names (values: _stream_param_values)
 
-    def _current_stream_params(self):
-        """``(values, coef_init copy)``: the copy catches an array changed in place."""
-        coef_init = None if self.coef_init is None else np.array(self.coef_init, dtype=np.float64)
-        return _get_stream_params(self), coef_init
-
     def _check_stream_params(self):
-        """The state was built with the parameters the stream started with."""
+        """The state was built with the parameters the stream started with (a copy of
+        ``coef_init`` catches an array changed in place)."""
         values = self._stream_param_values
         coef_init = self.__dict__.get("_stream_coef_init")
         current = _get_stream_params(self)
@@ -665,8 +590,9 @@ class ORFitRegressor(
                 "values. Call fit to start a new stream with the new parameters."
             )
 
-    def _init_state(self, n_features, n_targets, one_d):
-        shape = (n_features,) if one_d else (n_features, n_targets)
+    def _init_state(self, n_features, n_targets, y_ndim):
+        clear_fitted_state(self, keep=VALIDATION_ATTRIBUTES)
+        shape = (n_features,) if y_ndim == 1 else (n_features, n_targets)
         if self.coef_init is None:
             coef = np.zeros(shape)
         else:
@@ -678,26 +604,24 @@ class ORFitRegressor(
                 raise ValueError(
                     f"coef_init has shape {coef.shape} but this stream needs {shape} "
                     f"({n_features} features, "
-                    f"{'1-D y' if one_d else f'{n_targets} targets'})."
+                    f"{'1-D y' if y_ndim == 1 else f'{n_targets} targets'})."
                 )
             if not np.isfinite(coef).all():
                 raise ValueError("coef_init contains NaN or infinity.")
         self.coef_ = coef
-        self._n_targets = None if one_d else n_targets
         self._init_memory(n_features)
         self._rng = check_random_state(self.random_state)
-        self._stream_param_values, self._stream_coef_init = self._current_stream_params()
+        # a copy: _check_stream_params catches a coef_init changed in place
+        self._stream_coef_init = (None if self.coef_init is None
+                                  else np.array(self.coef_init, dtype=np.float64))
         self.n_samples_seen_ = 0
 
-
     # ------------------------------------------------------------------ the step
-    def _step(self, Xb, Yb, *, warn_stacklevel=None):
+    def _step(self, Xb, Yb):
         """Learn one batch; commit the new state only at the end.
 
         Writes before the commit go to spare rows/columns of the buffers or to new
-        arrays, so an exception half-way leaves the estimator unchanged. With
-        ``warn_stacklevel``, a :class:`SpannedBatchWarning` for this batch is issued
-        before the commit (so that a warning escalated to an error changes nothing).
+        arrays, so an exception half-way leaves the estimator unchanged.
 
         A batch whose norm is outside ``2^±400`` is handled in units of a power of two,
         ``X_b = 2^e X_s`` with ``‖X_s‖`` in ``[1/2, 1)``: the scaling is exact, so the
@@ -731,8 +655,6 @@ class ORFitRegressor(
 
         memory = self._update_memory(B=B, C=C, S=S, V=V, Qt=Qt, m_max=self.memory_size)
 
-        if unfitted and warn_stacklevel is not None:
-            _warn_spanned(1, 1, stacklevel=warn_stacklevel)
         # commit
         self.coef_ = W_new.reshape(self.coef_.shape)
         self._commit_memory(memory)
@@ -969,12 +891,34 @@ def _same_param(a, b):
         return False
 
 
-def _warn_spanned(n_unfitted, n, *, stacklevel):
+def _warn_spanned(n_unfitted, n):
+    """A :class:`SpannedBatchWarning` for the ``n_unfitted`` of ``n`` rows of a call that
+    were left with a residual (none when ``n_unfitted`` is 0), pointing at the line that
+    called the package."""
+    if not n_unfitted:
+        return
     warnings.warn(
         f"{n_unfitted} of the {n} rows learned in this call are spanned by the memory "
         "with labels the model does not predict: fitting them would change predictions "
         "on remembered data, so the pseudo-inverse step kept those and left a residual "
         "on the new rows.",
         SpannedBatchWarning,
-        stacklevel=stacklevel,
+        stacklevel=_caller_stacklevel(),
     )
+
+
+# the frames of this package and of scikit-learn (whose _fit_context wraps fit)
+_INTERNAL_FILES = (
+    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
+    os.path.dirname(os.path.abspath(inspect.getfile(sklearn))) + os.sep,
+)
+
+
+def _caller_stacklevel():
+    """``stacklevel`` for a warning issued by the caller: the first frame outside this
+    package and scikit-learn (the user's line, however deep the call went)."""
+    level, frame = 1, sys._getframe(1)  # stacklevel 1: the frame that warns
+    while frame is not None and frame.f_code.co_filename.startswith(_INTERNAL_FILES):
+        level += 1
+        frame = frame.f_back
+    return level

@@ -29,11 +29,9 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions
-from ._orfit import (
-    _EPS, _ORFitMemoryMixin, _all_finite, _norm, _orthogonal_step, _warn_spanned,
-)
+from ._orfit import _EPS, _ORFitMemoryMixin, _all_finite, _norm, _orthogonal_step
 from .._streaming._base import (
-    PredictMixin, StreamLockMixin, check_stream_params, record_stream_params,
+    VALIDATION_ATTRIBUTES, StreamingRegressorMixin, clear_fitted_state,
 )
 from .._streaming._validation import check_fitted_fast, check_one_row
 
@@ -54,7 +52,9 @@ _DERIVATIVES = {
 }
 
 
-class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, PredictMixin, RegressorMixin, BaseEstimator):
+class ORFitMLPRegressor(
+    _ORFitMemoryMixin, StreamingRegressorMixin, RegressorMixin, BaseEstimator
+):
     """One-pass learning of a multilayer perceptron by orthogonal recursive fitting.
 
     The model ``f(x; w)`` is a multilayer perceptron (hidden activation ``activation``,
@@ -239,7 +239,8 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, PredictMixin, Regres
         self.random_state = random_state
 
     # ------------------------------------------------------------------ public API
-    # fit, partial_fit, prequential_predict and learn_one: the memory mixin's (ORFit's)
+    # fit, partial_fit, prequential_predict and learn_one: StreamingRegressorMixin's
+    # template, in the steps of the memory mixin (ORFit's)
     def _predict_rows(self, X):
         """Predictions of validated rows, 2-D (the delayed-label path)."""
         return self._forward(X, self.params_)[-1]
@@ -352,16 +353,8 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, PredictMixin, Regres
         return J.reshape(n * c, w.shape[0])
 
     # ------------------------------------------------------------------ state
-    def _reset(self):
-        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
-            delattr(self, name)
-        for name in self._PRIVATE_STATE:
-            self.__dict__.pop(name, None)
-
-    _PRIVATE_STATE = ("_basis", "_n_dirs", "_sigma", "_coords", "_n_coords", "_pca_cache",
-                      "_rng", "_n_targets", "_layer_units", "_stream_param_values")
-
-    def _init_state(self, n_features, n_outputs, one_d):
+    def _init_state(self, n_features, n_outputs, y_ndim):
+        clear_fitted_state(self, keep=VALIDATION_ATTRIBUTES)
         hidden = [int(h) for h in np.ravel(np.asarray(self.hidden_layer_sizes, dtype=object))]
         if any(h < 1 for h in hidden):
             raise ValueError(
@@ -379,22 +372,16 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, PredictMixin, Regres
             intercepts.append(rng.uniform(-bound, bound, fan_out))
         self.params_ = np.concatenate(coefs + intercepts)
         self.n_outputs_ = n_outputs
-        self._n_targets = None if one_d else n_outputs
         self._init_memory(self.params_.shape[0])
         # the "random" policy draws from the seed afresh (with hidden_layer_sizes=() the
         # same draws as ORFitRegressor's)
         self._rng = check_random_state(self.random_state)
-        record_stream_params(self)
         self.n_samples_seen_ = 0
 
-    _STATE_MARKER = "params_"
-
-    def _check_stream_params(self):
-        check_stream_params(self)
-
-    # the network's shape and activation are parameters: after set_params the learned
-    # weights no longer mean what they did, so predicting is refused too
-    _check_predict_params = _check_stream_params
+    def _check_predict_params(self):
+        # the network's shape and activation are parameters: after set_params the
+        # learned weights no longer mean what they did, so predicting is refused too
+        self._check_stream_params()
 
     def _direction(self, Xb, Yb):
         """``(Δw, J, P, step)``: the step ``w_new = w − Δw`` on a batch, without learning
@@ -408,7 +395,7 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, PredictMixin, Regres
         step = _orthogonal_step(J, R, B, rtol=self.rtol)
         return step[0][:, 0], J, P, step
 
-    def _step(self, Xb, Yb, *, warn_stacklevel=None):
+    def _step(self, Xb, Yb):
         """Learn one batch; commit the new state only at the end.
 
         Returns the predictions made before the step and whether part of the batch's
@@ -426,8 +413,6 @@ class ORFitMLPRegressor(_ORFitMemoryMixin, StreamLockMixin, PredictMixin, Regres
             )
         memory = self._update_memory(B=self._basis[: self._n_dirs], C=C, S=S, V=V, Qt=Qt,
                                      m_max=self.memory_size)
-        if unfitted and warn_stacklevel is not None:
-            _warn_spanned(1, 1, stacklevel=warn_stacklevel)
         # commit
         self.params_ = w_new
         self._commit_memory(memory)
