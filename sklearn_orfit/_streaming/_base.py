@@ -32,6 +32,7 @@ from ..utils.estimator_checks import expected_failed_checks
 
 __all__ = [
     "LinearPredictMixin",
+    "OneRowLearnMixin",
     "OneRowPredictMixin",
     "PredictMixin",
     "StreamLockMixin",
@@ -660,6 +661,37 @@ class LinearPredictMixin(PredictMixin):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         return tags
+
+
+class OneRowLearnMixin:
+    """``learn_one``: the single-observation path of learning, written once.
+
+    The estimator's ``_learn_one(x, y)`` does the work:
+    :meth:`StreamingRegressorMixin._learn_one` (the update template with cheap checks), or
+    an estimator's own faster path with the same contract (all or nothing, under the
+    lock, undone with an enclosing learning call that fails).
+    """
+
+    def learn_one(self, x, y):
+        """Learn one row with only cheap checks (shape, dtype, finiteness).
+
+        Equivalent to ``partial_fit(x[None], [y])`` without scikit-learn's per-call
+        validation overhead. The first row of a stream must go through :meth:`fit` or
+        :meth:`partial_fit` (which fix ``n_features_in_`` and the target shape).
+
+        Parameters
+        ----------
+        x : array-like of shape (n_features,)
+            One row.
+        y : float or array-like of shape (n_targets,)
+            Its target(s).
+
+        Returns
+        -------
+        self : object
+            The updated estimator.
+        """
+        return self._learn_one(x, y)
 
 
 class OneRowPredictMixin:

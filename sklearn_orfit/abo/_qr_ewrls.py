@@ -19,6 +19,7 @@ from ._kernels import lstsq_cutoff
 from ._primal_solver import PrimalSolver
 from .._streaming._base import (
     LinearPredictMixin,
+    OneRowLearnMixin,
     OneRowPredictMixin,
     StreamingRegressorMixin,
     check_stream_params,
@@ -35,7 +36,8 @@ __all__ = ["QREWRLSRegressor"]
 
 
 class QREWRLSRegressor(
-    OneRowPredictMixin, LinearPredictMixin, StreamingRegressorMixin, RegressorMixin, BaseEstimator
+    OneRowLearnMixin, OneRowPredictMixin, LinearPredictMixin, StreamingRegressorMixin,
+    RegressorMixin, BaseEstimator
 ):
     """Sliding-window, exponentially weighted, minimum-norm recursive least squares.
 
@@ -202,31 +204,15 @@ class QREWRLSRegressor(
         self.alpha = alpha
         self.solver = solver
 
-    # ------------------------------------------------------------------ public API
-    def learn_one(self, x, y):
-        """Learn one row with only cheap checks (shape, dtype, finiteness).
-
-        Equivalent to ``partial_fit(x[None], [y])`` without scikit-learn's per-call
-        validation overhead. The first row of a stream must go through :meth:`fit` or
-        :meth:`partial_fit` (which fix ``n_features_in_`` and the target shape).
-
-        Parameters
-        ----------
-        x : array-like of shape (n_features,)
-            One row.
-        y : float or array-like of shape (n_targets,)
-            Its target(s).
-
-        Returns
-        -------
-        self : QREWRLSRegressor
-            The updated estimator.
-        """
+    # ------------------------------------------------------------------ one row
+    def _learn_one(self, x, y):
+        """The work of :meth:`learn_one`: for the short-window solver, whose cost per
+        row is its number of calls, the base's template (lock, parameter check,
+        validation, all or nothing, undone with an enclosing call) inlined; else the
+        template itself."""
         solver = self.__dict__.get("_solver")
         if not isinstance(solver, BatchSolver) or solver.orthogonal_only:
-            return self._learn_one(x, y)
-        # the template of _learn_one (lock, parameter check, validation, all or nothing)
-        # inlined for short windows, whose cost per row is its number of calls
+            return super()._learn_one(x, y)
         with stream_lock(self):
             if self._stream_param_values != self._solver_params():
                 check_stream_params(self)

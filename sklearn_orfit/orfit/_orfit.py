@@ -56,8 +56,8 @@ from sklearn.utils import check_random_state
 
 from .._compat import Interval, StrOptions
 from .._streaming._base import (
-    VALIDATION_ATTRIBUTES, LinearPredictMixin, OneRowPredictMixin, StreamingRegressorMixin,
-    clear_fitted_state, on_rollback, run_with_delay,
+    VALIDATION_ATTRIBUTES, LinearPredictMixin, OneRowLearnMixin, OneRowPredictMixin,
+    StreamingRegressorMixin, clear_fitted_state, on_rollback, run_with_delay,
 )
 from ..exceptions import SpannedBatchWarning
 
@@ -94,29 +94,9 @@ class _ORFitMemoryMixin:
     )
 
     # ------------------------------------------------------------------ public API
-    # fit, partial_fit and prequential_predict: StreamingRegressorMixin's template
-    # (lock, parameter check, validation, all or nothing); ORFit cuts the rows of a
-    # call into its steps (_learn_call)
-    def learn_one(self, x, y):
-        """Learn one row with only cheap checks (shape, dtype, finiteness).
-
-        Equivalent to ``partial_fit(x[None], [y])`` without scikit-learn's per-call
-        validation. The first row of a stream must go through :meth:`fit` or
-        :meth:`partial_fit` (which fix ``n_features_in_`` and the target shape).
-
-        Parameters
-        ----------
-        x : array-like of shape (n_features,)
-            One row.
-        y : float or array-like of shape (n_targets,)
-            Its target(s).
-
-        Returns
-        -------
-        self : object
-            The updated estimator.
-        """
-        return self._learn_one(x, y)
+    # fit, partial_fit, prequential_predict and learn_one: StreamingRegressorMixin's and
+    # OneRowLearnMixin's template (lock, parameter check, validation, all or nothing);
+    # ORFit cuts the rows of a call into its steps (_learn_call)
 
     # ------------------------------------------------------------------ learning
     def _learn_call(self, X, Y, sample_weight, *, predict, reset, delay):
@@ -339,6 +319,7 @@ class _ORFitMemoryMixin:
 
 class ORFitRegressor(
     _ORFitMemoryMixin,
+    OneRowLearnMixin,
     OneRowPredictMixin,
     LinearPredictMixin,
     StreamingRegressorMixin,

@@ -31,7 +31,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._compat import Interval, StrOptions
 from ._orfit import _EPS, _ORFitMemoryMixin, _all_finite, _norm, _orthogonal_step
 from .._streaming._base import (
-    VALIDATION_ATTRIBUTES, StreamingRegressorMixin, clear_fitted_state,
+    VALIDATION_ATTRIBUTES, OneRowLearnMixin, StreamingRegressorMixin, clear_fitted_state,
 )
 from .._streaming._validation import check_fitted_fast, check_one_row
 
@@ -53,7 +53,8 @@ _DERIVATIVES = {
 
 
 class ORFitMLPRegressor(
-    _ORFitMemoryMixin, StreamingRegressorMixin, RegressorMixin, BaseEstimator
+    _ORFitMemoryMixin, OneRowLearnMixin, StreamingRegressorMixin, RegressorMixin,
+    BaseEstimator
 ):
     """One-pass learning of a multilayer perceptron by orthogonal recursive fitting.
 
