@@ -188,19 +188,10 @@ class SlidingQR:
             self.Q, self.R = Q[:, :k], R[:k]
         elif not np.any(a):
             self._append_dependent_column(a)
-        else:
-            try:
-                Q, R = qr_insert(self.Q, self.R, a, self.n, which="col", check_finite=False)
-                q = Q[:, -1]
-                ok = abs(q @ q - 1.0) <= 1e-10
-            except np.linalg.LinAlgError:
-                ok = False
-            if ok:
-                self.Q, self.R = Q, R
-            else:
-                # ``a`` lies in the span of the window's rows (to rounding): R grows by
-                # the column Qᵀa and a zero, Q by any unit vector orthogonal to it
-                self._append_dependent_column(a)
+        elif not self._insert_column(a, self.n):
+            # ``a`` lies in the span of the window's rows (to rounding): R grows by the
+            # column Qᵀa and a zero, Q by any unit vector orthogonal to it
+            self._append_dependent_column(a)
         self.n += 1
         self.slides += 1
         if self.orientation == "rows" and not self.root_alpha:
@@ -311,18 +302,26 @@ class SlidingQR:
             self._rescale(g)
         elif m > 0:  # a new direction: a new column
             self.col[-1] = self.rho.size
-            try:
-                Q, R = qr_insert(self.Q, self.R, a, self.rho.size, which="col", check_finite=False)
-                q = Q[:, -1]
-                ok = abs(q @ q - 1.0) <= 1e-10
-            except np.linalg.LinAlgError:
-                ok = False
-            if ok:
-                self.Q, self.R = Q, R
-            else:  # in the span of the other columns to rounding (see slide)
+            if not self._insert_column(a, self.rho.size):
+                # in the span of the other columns to rounding (see slide)
                 self._append_dependent_column(a)
             self.U = np.vstack([self.U, zh[None, :]])
             self.rho = np.append(self.rho, m)
+        return True
+
+    def _insert_column(self, a, k):
+        """Insert column ``a`` at position ``k`` of ``Q R`` (scipy's compiled
+        ``qr_insert``) and return True; False, with the factors unchanged, when ``a``
+        lies in the span of the other columns to rounding (the new column of ``Q`` is
+        then not of unit norm) or LAPACK fails."""
+        try:
+            Q, R = qr_insert(self.Q, self.R, a, k, which="col", check_finite=False)
+        except np.linalg.LinAlgError:
+            return False
+        q = Q[:, -1]
+        if not abs(q @ q - 1.0) <= 1e-10:
+            return False
+        self.Q, self.R = Q, R
         return True
 
     def _append_dependent_column(self, a):
