@@ -41,7 +41,7 @@ from .._streaming._base import (
     check_delay,
     check_stream_sample_weight,
     check_target_shape,
-    stream_lock,
+    on_rollback,
     stream_update,
 )
 from .._streaming._validation import accepts_keyword, check_numeric
@@ -203,28 +203,14 @@ def check_deep_params(estimator, *, built, ignore=_is_execution_param, note=""):
 
 # ---------------------------------------------------------------------- transactions
 def _is_atomic(step):
-    """Steps whose every learning call is all-or-nothing on its own: the package's
-    streaming regressors (update template :func:`~sklearn_orfit._streaming._base.stream_update`)
-    and classes that declare ``_atomic_updates = True`` (the pipeline, the ensemble)."""
+    """Steps whose every learning call is all-or-nothing and undone with the enclosing
+    call: the package's streaming regressors (update template
+    :func:`~sklearn_orfit._streaming._base.stream_update`) and classes that declare
+    ``_atomic_updates = True`` (the pipeline, the target transformer, the streaming
+    transformers, the random Fourier features)."""
     return isinstance(step, StreamingRegressorMixin) or (
         getattr(type(step), "_atomic_updates", False) is True
     )
-
-
-def _snapshot(step):
-    """The step's state before it learns: a deep copy, O(size of its state)."""
-    return copy.deepcopy(step)
-
-
-def _committed(step, attributes):
-    """Whether an atomic step's update stands: its attributes are not exactly (the
-    same objects as) ``attributes``, those it had before (a rolled-back update puts
-    the very same objects back; a committed one assigns new ones, ``n_samples_seen_``
-    at least)."""
-    now = step.__dict__
-    now = {k: v for k, v in now.items() if k != "_stream_lock"}
-    before = {k: v for k, v in attributes.items() if k != "_stream_lock"}
-    return now.keys() != before.keys() or any(now[k] is not v for k, v in before.items())
 
 
 def _restore(step, saved):
@@ -234,6 +220,27 @@ def _restore(step, saved):
     step.__dict__.update(saved.__dict__)
     if lock is not None:
         step.__dict__["_stream_lock"] = lock
+
+
+def undo_on_rollback(step):
+    """Have the learning call in progress put ``step`` back if it fails.
+
+    The package's estimators (:func:`_is_atomic`) need nothing here: each of their
+    learning calls runs under :func:`~sklearn_orfit._streaming._base.stream_update`,
+    which registers its own rollback with the enclosing call. Any other step (a
+    scikit-learn transformer or regressor) is deep-copied now, ``O(size of its
+    state)``, and restored from the copy by
+    :func:`~sklearn_orfit._streaming._base.on_rollback`.
+
+    Parameters
+    ----------
+    step : estimator, ``"passthrough"`` or None
+        A step about to learn, inside a learning call.
+    """
+    if _is_skipped(step) or _is_atomic(step):
+        return
+    saved = copy.deepcopy(step)
+    on_rollback(lambda: _restore(step, saved))
 
 
 def _is_stateless_after_fit(transformer):
@@ -478,14 +485,15 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
     only, finite, one per row, the stream's number of targets once it has one), so a
     bad ``y`` is a ValueError that names the problem. If anything raises later — a step
     that rejects its input, an exception or a ``KeyboardInterrupt`` inside any step —
-    the steps that already learned are put back: each step that learns gets a deep copy
-    of its state taken just before it learns (``O(state)`` per step, once per call, not
-    per row; transformers' states are small). The final estimator gets no copy when it
-    is itself all-or-nothing (this package's regressors, streaming pipelines and
-    ensembles): it puts itself back when it fails; if an interruption arrives after it
-    has committed its update, that update cannot be undone, and the whole call then
-    stands (never half a call). A failing :meth:`fit` keeps the previous stream; a
-    failing first call leaves the pipeline unfitted.
+    every step is put back: the call is one transaction
+    (:func:`~sklearn_orfit._streaming._base.stream_update`), with which the package's
+    estimators register the rollback of their own learning calls, and a foreign step
+    (scikit-learn's ``StandardScaler``, ``SGDRegressor`` ...) gets a deep copy of its
+    state taken just before it learns (``O(state)`` per step, once per call, not per
+    row), put back if the call fails. An interruption after the final step has
+    committed its update, before the pipeline call returns, undoes it too. A failing
+    :meth:`fit` keeps the previous stream; a failing first call leaves the pipeline
+    unfitted.
 
     **Parameters mid-stream.** The fitted steps (``steps_``) are clones made from
     ``steps`` when the stream starts. A later ``set_params`` that changes a step
@@ -786,56 +794,37 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         ``mode`` is ``"fit"`` (:meth:`partial_fit`), ``"predict"``
         (:meth:`prequential_predict`) or ``"transform"`` (:meth:`prequential_transform`).
         The parameters, the final step and the targets are checked before any step
-        learns. Each step that learns gets a deep copy of its state taken just before it
-        learns (steps that are all-or-nothing themselves need none when they learn last);
-        if anything raises later, ``KeyboardInterrupt`` included, the copies are put
-        back, and the pipeline's own attributes are restored
-        (:func:`~sklearn_orfit._streaming._base.stream_update`).
+        learns. The call is one transaction
+        (:func:`~sklearn_orfit._streaming._base.stream_update`): the steps' own learning
+        calls register their rollback with it, and a foreign step is restored from a copy
+        taken just before it learns (:func:`undo_on_rollback`). If anything raises,
+        ``KeyboardInterrupt`` included, every step and the pipeline's attributes are
+        put back.
         """
-        # fresh clones need no copy: the restored attributes drop them on failure
-        undo = None  # [(step, its state before it learned)] of this call
-        last = None  # (final step, its attributes before it learns) when atomic
-        with stream_lock(self):
-            try:
-                with stream_update(self, check_params=False):
-                    fresh = reset or "steps_" not in self.__dict__
-                    if fresh:
-                        self._start_stream()
-                    else:
-                        self._check_params_unchanged()
-                    final_name, final = self.steps_[-1]
-                    self._check_final(final_name, final, mode)
-                    X = self._as_array(X)
-                    if mode != "transform":
-                        self._check_targets(X, y, final)
-                    params = self._check_final_params(final_name, final, mode, X, params,
-                                                      reset=reset)
-                    undo = None if fresh else []
-                    Xt = self._stream_transformers(X, undo)
-                    if not _is_skipped(final) and _is_atomic(final):
-                        last = (final, dict(final.__dict__))
-                    if mode == "predict":
-                        self._keep(final, undo, last=True)
-                        out = _prequential_predict(final, Xt, y, delay=delay, **params)
-                    elif _is_skipped(final):
-                        out = Xt
-                    elif mode == "fit" and hasattr(final, "partial_fit"):
-                        self._keep(final, undo, last=True)
-                        out = final.partial_fit(Xt, y, **params)
-                    else:
-                        self._keep(final, undo, last=True)
-                        out = _stream_one_step(final_name, final, Xt)
-            except BaseException:
-                # The pipeline's attributes are back (stream_update). An atomic final
-                # step has put itself back, or has committed its update (an interrupt
-                # can arrive after its commit, before it returns): a committed update
-                # cannot be undone without a copy of its state, so the other steps'
-                # updates then stand too. Either way, never half a call.
-                if undo and not (last is not None and _committed(*last)):
-                    for step, saved in reversed(undo):
-                        _restore(step, saved)
-                raise
-        return out
+        with stream_update(self, check_params=False):
+            # fresh clones need no copy: the restored attributes drop them on failure
+            fresh = reset or "steps_" not in self.__dict__
+            if fresh:
+                self._start_stream()
+            else:
+                self._check_params_unchanged()
+            final_name, final = self.steps_[-1]
+            self._check_final(final_name, final, mode)
+            X = self._as_array(X)
+            if mode != "transform":
+                self._check_targets(X, y, final)
+            params = self._check_final_params(final_name, final, mode, X, params,
+                                              reset=reset)
+            Xt = self._stream_transformers(X, keep=not fresh)
+            if not fresh:
+                undo_on_rollback(final)
+            if mode == "predict":
+                return _prequential_predict(final, Xt, y, delay=delay, **params)
+            if _is_skipped(final):
+                return Xt
+            if mode == "fit" and hasattr(final, "partial_fit"):
+                return final.partial_fit(Xt, y, **params)
+            return _stream_one_step(final_name, final, Xt)
 
     @staticmethod
     def _check_final_params(name, final, mode, X, params, *, reset):
@@ -862,13 +851,6 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
                     "sample_weight."
                 )
         return params
-
-    @staticmethod
-    def _keep(step, undo, *, last=False):
-        """Record ``step``'s state before it learns (unless it needs no record)."""
-        if undo is None or _is_skipped(step) or (last and _is_atomic(step)):
-            return
-        undo.append((step, _snapshot(step)))
 
     def _check_final(self, name, final, mode):
         """The final step can do what ``mode`` asks (checked before any step learns)."""
@@ -958,13 +940,16 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         # keep DataFrames as they are (first step may record feature names)
         return X if hasattr(X, "iloc") or hasattr(X, "shape") else np.asarray(X)
 
-    def _stream_transformers(self, X, undo=None):
+    def _stream_transformers(self, X, *, keep):
+        """The rows of ``X`` through the transformers, each learning them; with
+        ``keep``, a foreign transformer that learns is first copied
+        (:func:`undo_on_rollback`)."""
         Xt = X
         for name, step in self.steps_[:-1]:
             if _is_skipped(step):
                 continue
-            if _learns(step):
-                self._keep(step, undo)
+            if keep and _learns(step):
+                undo_on_rollback(step)
             Xt = _stream_one_step(name, step, Xt)
         return Xt
 
