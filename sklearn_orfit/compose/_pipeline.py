@@ -9,6 +9,7 @@ adds a pipeline whose ``fit`` *is* one pass of ``partial_fit`` over the rows, an
 
 import copy
 import functools
+import inspect
 
 import numpy as np
 from scipy import sparse
@@ -275,32 +276,109 @@ def _final_has(attr):
     return check
 
 
-def _final_step_method(name, returns, description):
-    """The pipeline's ``name``: the fitted transformers, then the final step's ``name``,
-    with every step read at one call boundary (no learning). Available when the final
-    step has ``name``; ``returns`` and ``description`` document what it returns."""
+_X_DOC = """X : array-like of shape (n_samples, n_features)
+    Rows."""
+_FIT_DOC = """X : array-like of shape (n_samples, n_features)
+    Rows in stream order (learned by :meth:`fit`, then applied).
+y : array-like or None, default=None
+    Targets."""
+_PARAMS_DOC = """**params : dict
+    Passed to the steps."""
 
-    def method(self, X, **params):
-        with _held(self):  # every step at one call boundary
-            return getattr(self._fitted(), name)(X, **params)
+# The members of a fitted pipeline that apply its fitted steps (steps_) without
+# learning, as :class:`~sklearn.pipeline.Pipeline` applies its steps:
+# name -> (summary, Parameters section, Returns section). Methods are available when the
+# final step has them (scikit-learn's available_if); get_feature_names_out always is.
+_APPLIED = {
+    "predict": ("Apply the fitted transformers, then the final ``predict``.",
+                f"{_X_DOC}\n{_PARAMS_DOC}",
+                "y_pred : ndarray\n    The predictions of the current state."),
+    "decision_function": ("Apply the fitted transformers, then the final "
+                          "``decision_function``.", f"{_X_DOC}\n{_PARAMS_DOC}",
+                          "scores : ndarray\n    The final estimator's decision function."),
+    "predict_proba": ("Apply the fitted transformers, then the final ``predict_proba``.",
+                      f"{_X_DOC}\n{_PARAMS_DOC}",
+                      "proba : ndarray of shape (n_samples, n_classes)\n"
+                      "    Class probabilities."),
+    "predict_log_proba": ("Apply the fitted transformers, then the final "
+                          "``predict_log_proba``.", f"{_X_DOC}\n{_PARAMS_DOC}",
+                          "log_proba : ndarray of shape (n_samples, n_classes)\n"
+                          "    Log class probabilities."),
+    "transform": ("Apply the fitted transformers.", f"{_X_DOC}\n{_PARAMS_DOC}",
+                  "Xt : ndarray of shape (n_samples, n_output_features)\n"
+                  "    The transformed rows."),
+    "inverse_transform": ("Apply the fitted steps' ``inverse_transform`` in reverse order.",
+                          "X : array-like of shape (n_samples, n_output_features)\n"
+                          f"    Transformed rows.\n{_PARAMS_DOC}",
+                          "X_original : ndarray of shape (n_samples, n_features)\n"
+                          "    The rows before transformation."),
+    "score_samples": ("Apply the fitted transformers, then the final ``score_samples``.",
+                      _X_DOC,
+                      "scores : ndarray of shape (n_samples,)\n"
+                      "    The final estimator's scores."),
+    "score": ("The final estimator's ``score`` on the transformed rows.\n\n"
+              "For the predict-then-update score of a stream, use\n"
+              ":func:`~sklearn_orfit.model_selection.make_prequential_scorer`.",
+              f"{_X_DOC}\ny : array-like or None, default=None\n    Targets.\n"
+              "sample_weight : array-like of shape (n_samples,), default=None\n"
+              f"    Passed to the final ``score``.\n{_PARAMS_DOC}",
+              "score : float\n    The final estimator's score."),
+    "get_feature_names_out": ("Output feature names of the fitted chain.",
+                              "input_features : array-like of str or None, default=None\n"
+                              "    Input feature names.",
+                              "feature_names_out : ndarray of str objects\n"
+                              "    Transformed feature names."),
+    # fit, then apply the final state to the same rows
+    "fit_transform": (":meth:`fit`, then :meth:`transform` with the final state.",
+                      f"{_FIT_DOC}\n**params : dict\n    Passed to :meth:`transform`.",
+                      "Xt : ndarray of shape (n_samples, n_output_features)\n"
+                      "    The rows transformed by the fitted pipeline."),
+    "fit_predict": (":meth:`fit`, then :meth:`predict` with the final state.",
+                    f"{_FIT_DOC}\n**params : dict\n    Passed to :meth:`predict`.",
+                    "y_pred : ndarray\n    Predictions of the fitted pipeline on ``X``."),
+}
+
+
+def _applied(name):
+    """The pipeline's method ``name`` (a key of ``_APPLIED``), built from its entry.
+
+    Every step is read at one call boundary: the method holds the stream lock when
+    the pipeline has one (no learning call runs meanwhile). Its signature is
+    :class:`~sklearn.pipeline.Pipeline`'s; ``fit_<method>`` fits, then applies
+    ``<method>`` to the same rows.
+    """
+    summary, parameters, returns = _APPLIED[name]
+    then = name[len("fit_"):] if name.startswith("fit_") else None
+
+    if then is None:
+        def method(self, *args, **kwargs):
+            with _held(self):  # every step at one call boundary
+                return getattr(self._fitted(), name)(*args, **kwargs)
+    else:
+        def method(self, X, y=None, **params):
+            return getattr(self.fit(X, y), then)(X, **params)
 
     method.__name__ = name
     method.__qualname__ = f"StreamingPipeline.{name}"
-    method.__doc__ = f"""Apply the fitted transformers, then the final ``{name}`` (no learning).
+    method.__signature__ = inspect.signature(getattr(Pipeline, name))
+    first, *rest = [*summary.splitlines(), "", "Parameters", "----------",
+                    *parameters.splitlines(), "", "Returns", "-------", *returns.splitlines()]
+    method.__doc__ = "\n".join([first, *(f"        {line}" if line else "" for line in rest)])
+    if name == "get_feature_names_out":
+        return method
+    # fit_transform follows transform (a transformer-only chain); fit_predict, as in
+    # Pipeline, the final step's own fit_predict
+    return available_if(_final_has("transform" if then == "transform" else name))(method)
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        **params : dict
-            Passed to the final estimator's ``{name}``.
 
-        Returns
-        -------
-        {returns}
-            {description}
-        """
-    return available_if(_final_has(name))(method)
+def _fitted_attribute(name, doc):
+    """A read-only attribute of the fitted pipeline, read from its fitted steps."""
+
+    def read(self):
+        with _held(self):
+            return getattr(self._fitted(), name)
+
+    return property(read, doc=doc)
 
 
 def _step_kind(step):
@@ -1031,167 +1109,23 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
                 _safe_set_output(step, transform=transform)
         return self
 
-    predict = _final_step_method(
-        "predict", "y_pred : ndarray", "The predictions of the current state.")
-    decision_function = _final_step_method(
-        "decision_function", "scores : ndarray", "The final estimator's decision function.")
-    predict_proba = _final_step_method(
-        "predict_proba", "proba : ndarray of shape (n_samples, n_classes)",
-        "Class probabilities.")
-    predict_log_proba = _final_step_method(
-        "predict_log_proba", "log_proba : ndarray of shape (n_samples, n_classes)",
-        "Log class probabilities.")
-
-    @available_if(_final_has("transform"))
-    def transform(self, X, **params):
-        """Apply the fitted transformers (no learning).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        **params : dict
-            Passed to the steps' ``transform``.
-
-        Returns
-        -------
-        Xt : ndarray of shape (n_samples, n_output_features)
-            The transformed rows.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().transform(X, **params)
-
-    @available_if(_final_has("transform"))
-    def fit_transform(self, X, y=None, **params):
-        """:meth:`fit`, then :meth:`transform` with the final state.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like or None, default=None
-            Targets, passed to the steps.
-        **params : dict
-            Passed to :meth:`transform`.
-
-        Returns
-        -------
-        Xt : ndarray of shape (n_samples, n_output_features)
-            The rows transformed by the fitted pipeline.
-        """
-        return self.fit(X, y).transform(X, **params)
-
-    @available_if(_final_has("inverse_transform"))
-    def inverse_transform(self, X, **params):
-        """Apply the fitted steps' ``inverse_transform`` in reverse order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_output_features)
-            Transformed rows.
-        **params : dict
-            Passed to the steps.
-
-        Returns
-        -------
-        X_original : ndarray of shape (n_samples, n_features)
-            The rows before transformation.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().inverse_transform(X, **params)
-
-    @available_if(_final_has("score_samples"))
-    def score_samples(self, X):
-        """Apply the fitted transformers, then the final ``score_samples``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,)
-            The final estimator's scores.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().score_samples(X)
-
-    @available_if(_final_has("fit_predict"))
-    def fit_predict(self, X, y=None, **params):
-        """:meth:`fit`, then :meth:`predict` with the final state.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like or None, default=None
-            Targets.
-        **params : dict
-            Passed to :meth:`predict`.
-
-        Returns
-        -------
-        y_pred : ndarray
-            Predictions of the fitted pipeline on ``X``.
-        """
-        return self.fit(X, y).predict(X, **params)
-
-    @available_if(_final_has("score"))
-    def score(self, X, y=None, sample_weight=None, **params):
-        """The final estimator's ``score`` on the transformed rows (no learning).
-
-        For the predict-then-update score of a stream, use
-        :func:`~sklearn_orfit.model_selection.make_prequential_scorer`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        y : array-like or None, default=None
-            Targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Passed to the final ``score``.
-        **params : dict
-            Passed to the steps.
-
-        Returns
-        -------
-        score : float
-            The final estimator's score.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().score(X, y, sample_weight=sample_weight, **params)
-
-    def get_feature_names_out(self, input_features=None):
-        """Output feature names of the fitted chain.
-
-        Parameters
-        ----------
-        input_features : array-like of str or None, default=None
-            Input feature names.
-
-        Returns
-        -------
-        feature_names_out : ndarray of str objects
-            Transformed feature names.
-        """
-        return self._fitted().get_feature_names_out(input_features)
-
-    @property
-    def classes_(self):
-        """The class labels of a fitted classifier as final step."""
-        return self._fitted().classes_
-
-    @property
-    def n_features_in_(self):
-        """Number of features seen by the first step."""
-        return self._fitted().n_features_in_
-
-    @property
-    def feature_names_in_(self):
-        """Names of the features seen by the first step."""
-        return self._fitted().feature_names_in_
+    predict = _applied("predict")
+    decision_function = _applied("decision_function")
+    predict_proba = _applied("predict_proba")
+    predict_log_proba = _applied("predict_log_proba")
+    transform = _applied("transform")
+    fit_transform = _applied("fit_transform")
+    inverse_transform = _applied("inverse_transform")
+    score_samples = _applied("score_samples")
+    fit_predict = _applied("fit_predict")
+    score = _applied("score")
+    get_feature_names_out = _applied("get_feature_names_out")
+    classes_ = _fitted_attribute(
+        "classes_", "The class labels of a fitted classifier as final step.")
+    n_features_in_ = _fitted_attribute(
+        "n_features_in_", "Number of features seen by the first step.")
+    feature_names_in_ = _fitted_attribute(
+        "feature_names_in_", "Names of the features seen by the first step.")
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "steps_")
