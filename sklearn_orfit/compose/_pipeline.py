@@ -33,7 +33,7 @@ from .._compat import (
     _safe_set_output,
     _wrap_data_with_container,
 )
-from .._streaming._prequential import prequential_predict as _prequential_predict
+from .._streaming._prequential import _row_by_row
 from ..abo._rff import RandomFourierFeatures
 from .._streaming._base import (
     StreamingRegressorMixin,
@@ -897,7 +897,11 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
             if not fresh:
                 undo_on_rollback(final)
             if mode == "predict":
-                return _prequential_predict(final, Xt, y, delay=delay, **params)
+                # the final step's own predict-then-update (the weights are checked)
+                method = getattr(final, "prequential_predict", None)
+                if not callable(method):
+                    method = functools.partial(_row_by_row, final)
+                return method(Xt, y, **params, **({"delay": delay} if delay else {}))
             if _is_skipped(final):
                 return Xt
             if mode == "fit" and hasattr(final, "partial_fit"):
