@@ -215,7 +215,7 @@ def _is_atomic(step):
 
 
 def _restore(step, saved):
-    """Put ``saved`` (a :func:`_snapshot`) back into ``step``, keeping its identity."""
+    """Put ``saved`` (a deep copy of ``step``) back into ``step``, keeping its identity."""
     lock = step.__dict__.get("_stream_lock")
     step.__dict__.clear()
     step.__dict__.update(saved.__dict__)
