@@ -137,6 +137,8 @@ class _StreamingTransformerMixin(StreamLockMixin):
       ``set_params`` may not change mid-stream.
     """
 
+    _atomic_updates = True  # every learning call is all-or-nothing (_all_or_nothing)
+
     @_fit_context(prefer_skip_nested_validation=True)
     @_all_or_nothing
     def fit(self, X, y=None):

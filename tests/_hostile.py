@@ -2,6 +2,8 @@
 and output calls of regressors and transformers alike, line-level interruptions, and
 estimators that fail on demand (traps) or update a large state in place."""
 
+import copy
+import pickle
 import sys
 
 import numpy as np
@@ -105,6 +107,21 @@ def run_traced(call, k, exc, prefix):
         sys.settrace(None)
     assert not tracer.fired, f"the exception injected at {tracer.fired} was swallowed"
     return tracer.count
+
+
+def interrupted_states(base, make_call, points, prefix,
+                       kinds=(RuntimeError, KeyboardInterrupt)):
+    """Interrupt the call ``make_call(est)()`` on a deep copy ``est`` of ``base`` at each
+    of ``points`` (its traced lines under ``prefix``), with the exception classes of
+    ``kinds`` in turn; yield ``(line, est, pickle.dumps(est))`` for each."""
+    for i, k in enumerate(points):
+        est = copy.deepcopy(base)
+        exc = kinds[i % len(kinds)]("injected")
+        try:
+            run_traced(make_call(est), k, exc, prefix)
+        except (KeyboardInterrupt, RuntimeError):
+            pass
+        yield k, est, pickle.dumps(est)
 
 
 # what a trap raises; a trap is stored by name (a raised exception object would change:

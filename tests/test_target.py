@@ -20,7 +20,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import sklearn_orfit as so
-from _hostile import run_traced
+from _hostile import interrupted_states, run_traced
 from _state import assert_same_state
 from sklearn_orfit._streaming._base import expected_failed_checks
 from sklearn_orfit import (
@@ -427,14 +427,7 @@ def test_interrupted_at_any_line_is_all_or_nothing(call, inner):
     n_lines = min(run_traced(make(copy.deepcopy(base)), -1, None, PKG_DIR) for _ in range(2))
     points = sorted({1, 2, 3, n_lines - 1, n_lines,
                      *np.linspace(1, n_lines, 14).astype(int)})
-    for i, k in enumerate(points):
-        est = copy.deepcopy(base)
-        exc = KeyboardInterrupt if i % 2 else RuntimeError("injected")
-        try:
-            run_traced(make(est), k, exc, PKG_DIR)
-        except (KeyboardInterrupt, RuntimeError):
-            pass
-        state = pickle.dumps(est)
+    for k, est, state in interrupted_states(base, make, points, PKG_DIR):
         assert state in (before, after), f"interrupted at line {k}: a state in between"
         if state == before:
             make(est)()

@@ -155,6 +155,7 @@ class RandomFourierFeatures(
         return self
 
     _stream_params = ("n_components", "sigma", "random_state")
+    _atomic_updates = True  # fit and partial_fit run under stream_update
 
     def _draw(self, n_features):
         # scikit-learn's RBFSampler draws this map: A = sqrt(2·gamma)·N(0, 1) of shape

@@ -7,7 +7,6 @@ recursion then runs over the rows, ``O(K)`` a row, and the aggregate predicts th
 weighted combination.
 """
 
-import copy
 import os
 from numbers import Integral, Real
 
@@ -21,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._compat import Interval, StrOptions, _BaseComposition
 from ._ensemble import _working_copy
 from ._pipeline import (
-    StreamingPipeline, _is_atomic, _restore, check_deep_params, record_deep_params,
+    StreamingPipeline, check_deep_params, record_deep_params, undo_on_rollback,
 )
 from .._streaming._prequential import prequential_predict as _prequential_predict
 from ..abo._qr_ewrls import QREWRLSRegressor
@@ -29,7 +28,7 @@ from ..abo._rff import RandomFourierFeatures
 from .._streaming._base import (
     StreamingRegressorMixin, _held, check_stream_sample_weight, clear_fitted_state,
     expected_failed_checks,
-    on_rollback, stream_update, validate_stream,
+    stream_update, validate_stream,
 )
 from ..baselines._sw_krls import SlidingWindowKRLSRegressor
 
@@ -720,10 +719,9 @@ class AggregatingRegressor(StreamingRegressorMixin, RegressorMixin, _BaseComposi
             if effective_n_jobs(self.n_jobs) == 1:
                 preds = []
                 for est, Xk in zip(estimators, inputs):
-                    if not first and not _is_atomic(est):
+                    if not first:
                         # a foreign expert: put back from a copy if this call fails
-                        saved = copy.deepcopy(est)
-                        on_rollback(lambda est=est, saved=saved: _restore(est, saved))
+                        undo_on_rollback(est)
                     preds.append(_prequential_predict(est, Xk, y_in, **extra))
             else:
                 results = Parallel(n_jobs=self.n_jobs)(

@@ -9,6 +9,7 @@ adds a pipeline whose ``fit`` *is* one pass of ``partial_fit`` over the rows, an
 
 import copy
 import functools
+import inspect
 
 import numpy as np
 from scipy import sparse
@@ -32,7 +33,7 @@ from .._compat import (
     _safe_set_output,
     _wrap_data_with_container,
 )
-from .._streaming._prequential import prequential_predict as _prequential_predict
+from .._streaming._prequential import _row_by_row
 from ..abo._rff import RandomFourierFeatures
 from .._streaming._base import (
     StreamingRegressorMixin,
@@ -41,7 +42,7 @@ from .._streaming._base import (
     check_delay,
     check_stream_sample_weight,
     check_target_shape,
-    stream_lock,
+    on_rollback,
     stream_update,
 )
 from .._streaming._validation import accepts_keyword, check_numeric
@@ -203,37 +204,44 @@ def check_deep_params(estimator, *, built, ignore=_is_execution_param, note=""):
 
 # ---------------------------------------------------------------------- transactions
 def _is_atomic(step):
-    """Steps whose every learning call is all-or-nothing on its own: the package's
-    streaming regressors (update template :func:`~sklearn_orfit._streaming._base.stream_update`)
-    and classes that declare ``_atomic_updates = True`` (the pipeline, the ensemble)."""
+    """Steps whose every learning call is all-or-nothing and undone with the enclosing
+    call: the package's streaming regressors (update template
+    :func:`~sklearn_orfit._streaming._base.stream_update`) and classes that declare
+    ``_atomic_updates = True`` (the pipeline, the target transformer, the streaming
+    transformers, the random Fourier features)."""
     return isinstance(step, StreamingRegressorMixin) or (
         getattr(type(step), "_atomic_updates", False) is True
     )
 
 
-def _snapshot(step):
-    """The step's state before it learns: a deep copy, O(size of its state)."""
-    return copy.deepcopy(step)
-
-
-def _committed(step, attributes):
-    """Whether an atomic step's update stands: its attributes are not exactly (the
-    same objects as) ``attributes``, those it had before (a rolled-back update puts
-    the very same objects back; a committed one assigns new ones, ``n_samples_seen_``
-    at least)."""
-    now = step.__dict__
-    now = {k: v for k, v in now.items() if k != "_stream_lock"}
-    before = {k: v for k, v in attributes.items() if k != "_stream_lock"}
-    return now.keys() != before.keys() or any(now[k] is not v for k, v in before.items())
-
-
 def _restore(step, saved):
-    """Put ``saved`` (a :func:`_snapshot`) back into ``step``, keeping its identity."""
+    """Put ``saved`` (a deep copy of ``step``) back into ``step``, keeping its identity."""
     lock = step.__dict__.get("_stream_lock")
     step.__dict__.clear()
     step.__dict__.update(saved.__dict__)
     if lock is not None:
         step.__dict__["_stream_lock"] = lock
+
+
+def undo_on_rollback(step):
+    """Have the learning call in progress put ``step`` back if it fails.
+
+    The package's estimators (:func:`_is_atomic`) need nothing here: each of their
+    learning calls runs under :func:`~sklearn_orfit._streaming._base.stream_update`,
+    which registers its own rollback with the enclosing call. Any other step (a
+    scikit-learn transformer or regressor) is deep-copied now, ``O(size of its
+    state)``, and restored from the copy by
+    :func:`~sklearn_orfit._streaming._base.on_rollback`.
+
+    Parameters
+    ----------
+    step : estimator, ``"passthrough"`` or None
+        A step about to learn, inside a learning call.
+    """
+    if _is_skipped(step) or _is_atomic(step):
+        return
+    saved = copy.deepcopy(step)
+    on_rollback(lambda: _restore(step, saved))
 
 
 def _is_stateless_after_fit(transformer):
@@ -268,32 +276,109 @@ def _final_has(attr):
     return check
 
 
-def _final_step_method(name, returns, description):
-    """The pipeline's ``name``: the fitted transformers, then the final step's ``name``,
-    with every step read at one call boundary (no learning). Available when the final
-    step has ``name``; ``returns`` and ``description`` document what it returns."""
+_X_DOC = """X : array-like of shape (n_samples, n_features)
+    Rows."""
+_FIT_DOC = """X : array-like of shape (n_samples, n_features)
+    Rows in stream order (learned by :meth:`fit`, then applied).
+y : array-like or None, default=None
+    Targets."""
+_PARAMS_DOC = """**params : dict
+    Passed to the steps."""
 
-    def method(self, X, **params):
-        with _held(self):  # every step at one call boundary
-            return getattr(self._fitted(), name)(X, **params)
+# The members of a fitted pipeline that apply its fitted steps (steps_) without
+# learning, as :class:`~sklearn.pipeline.Pipeline` applies its steps:
+# name -> (summary, Parameters section, Returns section). Methods are available when the
+# final step has them (scikit-learn's available_if); get_feature_names_out always is.
+_APPLIED = {
+    "predict": ("Apply the fitted transformers, then the final ``predict``.",
+                f"{_X_DOC}\n{_PARAMS_DOC}",
+                "y_pred : ndarray\n    The predictions of the current state."),
+    "decision_function": ("Apply the fitted transformers, then the final "
+                          "``decision_function``.", f"{_X_DOC}\n{_PARAMS_DOC}",
+                          "scores : ndarray\n    The final estimator's decision function."),
+    "predict_proba": ("Apply the fitted transformers, then the final ``predict_proba``.",
+                      f"{_X_DOC}\n{_PARAMS_DOC}",
+                      "proba : ndarray of shape (n_samples, n_classes)\n"
+                      "    Class probabilities."),
+    "predict_log_proba": ("Apply the fitted transformers, then the final "
+                          "``predict_log_proba``.", f"{_X_DOC}\n{_PARAMS_DOC}",
+                          "log_proba : ndarray of shape (n_samples, n_classes)\n"
+                          "    Log class probabilities."),
+    "transform": ("Apply the fitted transformers.", f"{_X_DOC}\n{_PARAMS_DOC}",
+                  "Xt : ndarray of shape (n_samples, n_output_features)\n"
+                  "    The transformed rows."),
+    "inverse_transform": ("Apply the fitted steps' ``inverse_transform`` in reverse order.",
+                          "X : array-like of shape (n_samples, n_output_features)\n"
+                          f"    Transformed rows.\n{_PARAMS_DOC}",
+                          "X_original : ndarray of shape (n_samples, n_features)\n"
+                          "    The rows before transformation."),
+    "score_samples": ("Apply the fitted transformers, then the final ``score_samples``.",
+                      _X_DOC,
+                      "scores : ndarray of shape (n_samples,)\n"
+                      "    The final estimator's scores."),
+    "score": ("The final estimator's ``score`` on the transformed rows.\n\n"
+              "For the predict-then-update score of a stream, use\n"
+              ":func:`~sklearn_orfit.model_selection.make_prequential_scorer`.",
+              f"{_X_DOC}\ny : array-like or None, default=None\n    Targets.\n"
+              "sample_weight : array-like of shape (n_samples,), default=None\n"
+              f"    Passed to the final ``score``.\n{_PARAMS_DOC}",
+              "score : float\n    The final estimator's score."),
+    "get_feature_names_out": ("Output feature names of the fitted chain.",
+                              "input_features : array-like of str or None, default=None\n"
+                              "    Input feature names.",
+                              "feature_names_out : ndarray of str objects\n"
+                              "    Transformed feature names."),
+    # fit, then apply the final state to the same rows
+    "fit_transform": (":meth:`fit`, then :meth:`transform` with the final state.",
+                      f"{_FIT_DOC}\n**params : dict\n    Passed to :meth:`transform`.",
+                      "Xt : ndarray of shape (n_samples, n_output_features)\n"
+                      "    The rows transformed by the fitted pipeline."),
+    "fit_predict": (":meth:`fit`, then :meth:`predict` with the final state.",
+                    f"{_FIT_DOC}\n**params : dict\n    Passed to :meth:`predict`.",
+                    "y_pred : ndarray\n    Predictions of the fitted pipeline on ``X``."),
+}
+
+
+def _applied(name):
+    """The pipeline's method ``name`` (a key of ``_APPLIED``), built from its entry.
+
+    Every step is read at one call boundary: the method holds the stream lock when
+    the pipeline has one (no learning call runs meanwhile). Its signature is
+    :class:`~sklearn.pipeline.Pipeline`'s; ``fit_<method>`` fits, then applies
+    ``<method>`` to the same rows.
+    """
+    summary, parameters, returns = _APPLIED[name]
+    then = name[len("fit_"):] if name.startswith("fit_") else None
+
+    if then is None:
+        def method(self, *args, **kwargs):
+            with _held(self):  # every step at one call boundary
+                return getattr(self._fitted(), name)(*args, **kwargs)
+    else:
+        def method(self, X, y=None, **params):
+            return getattr(self.fit(X, y), then)(X, **params)
 
     method.__name__ = name
     method.__qualname__ = f"StreamingPipeline.{name}"
-    method.__doc__ = f"""Apply the fitted transformers, then the final ``{name}`` (no learning).
+    method.__signature__ = inspect.signature(getattr(Pipeline, name))
+    first, *rest = [*summary.splitlines(), "", "Parameters", "----------",
+                    *parameters.splitlines(), "", "Returns", "-------", *returns.splitlines()]
+    method.__doc__ = "\n".join([first, *(f"        {line}" if line else "" for line in rest)])
+    if name == "get_feature_names_out":
+        return method
+    # fit_transform follows transform (a transformer-only chain); fit_predict, as in
+    # Pipeline, the final step's own fit_predict
+    return available_if(_final_has("transform" if then == "transform" else name))(method)
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        **params : dict
-            Passed to the final estimator's ``{name}``.
 
-        Returns
-        -------
-        {returns}
-            {description}
-        """
-    return available_if(_final_has(name))(method)
+def _fitted_attribute(name, doc):
+    """A read-only attribute of the fitted pipeline, read from its fitted steps."""
+
+    def read(self):
+        with _held(self):
+            return getattr(self._fitted(), name)
+
+    return property(read, doc=doc)
 
 
 def _step_kind(step):
@@ -478,14 +563,15 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
     only, finite, one per row, the stream's number of targets once it has one), so a
     bad ``y`` is a ValueError that names the problem. If anything raises later — a step
     that rejects its input, an exception or a ``KeyboardInterrupt`` inside any step —
-    the steps that already learned are put back: each step that learns gets a deep copy
-    of its state taken just before it learns (``O(state)`` per step, once per call, not
-    per row; transformers' states are small). The final estimator gets no copy when it
-    is itself all-or-nothing (this package's regressors, streaming pipelines and
-    ensembles): it puts itself back when it fails; if an interruption arrives after it
-    has committed its update, that update cannot be undone, and the whole call then
-    stands (never half a call). A failing :meth:`fit` keeps the previous stream; a
-    failing first call leaves the pipeline unfitted.
+    every step is put back: the call is one transaction
+    (:func:`~sklearn_orfit._streaming._base.stream_update`), with which the package's
+    estimators register the rollback of their own learning calls, and a foreign step
+    (scikit-learn's ``StandardScaler``, ``SGDRegressor`` ...) gets a deep copy of its
+    state taken just before it learns (``O(state)`` per step, once per call, not per
+    row), put back if the call fails. An interruption after the final step has
+    committed its update, before the pipeline call returns, undoes it too. A failing
+    :meth:`fit` keeps the previous stream; a failing first call leaves the pipeline
+    unfitted.
 
     **Parameters mid-stream.** The fitted steps (``steps_``) are clones made from
     ``steps`` when the stream starts. A later ``set_params`` that changes a step
@@ -786,56 +872,41 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         ``mode`` is ``"fit"`` (:meth:`partial_fit`), ``"predict"``
         (:meth:`prequential_predict`) or ``"transform"`` (:meth:`prequential_transform`).
         The parameters, the final step and the targets are checked before any step
-        learns. Each step that learns gets a deep copy of its state taken just before it
-        learns (steps that are all-or-nothing themselves need none when they learn last);
-        if anything raises later, ``KeyboardInterrupt`` included, the copies are put
-        back, and the pipeline's own attributes are restored
-        (:func:`~sklearn_orfit._streaming._base.stream_update`).
+        learns. The call is one transaction
+        (:func:`~sklearn_orfit._streaming._base.stream_update`): the steps' own learning
+        calls register their rollback with it, and a foreign step is restored from a copy
+        taken just before it learns (:func:`undo_on_rollback`). If anything raises,
+        ``KeyboardInterrupt`` included, every step and the pipeline's attributes are
+        put back.
         """
-        # fresh clones need no copy: the restored attributes drop them on failure
-        undo = None  # [(step, its state before it learned)] of this call
-        last = None  # (final step, its attributes before it learns) when atomic
-        with stream_lock(self):
-            try:
-                with stream_update(self, check_params=False):
-                    fresh = reset or "steps_" not in self.__dict__
-                    if fresh:
-                        self._start_stream()
-                    else:
-                        self._check_params_unchanged()
-                    final_name, final = self.steps_[-1]
-                    self._check_final(final_name, final, mode)
-                    X = self._as_array(X)
-                    if mode != "transform":
-                        self._check_targets(X, y, final)
-                    params = self._check_final_params(final_name, final, mode, X, params,
-                                                      reset=reset)
-                    undo = None if fresh else []
-                    Xt = self._stream_transformers(X, undo)
-                    if not _is_skipped(final) and _is_atomic(final):
-                        last = (final, dict(final.__dict__))
-                    if mode == "predict":
-                        self._keep(final, undo, last=True)
-                        out = _prequential_predict(final, Xt, y, delay=delay, **params)
-                    elif _is_skipped(final):
-                        out = Xt
-                    elif mode == "fit" and hasattr(final, "partial_fit"):
-                        self._keep(final, undo, last=True)
-                        out = final.partial_fit(Xt, y, **params)
-                    else:
-                        self._keep(final, undo, last=True)
-                        out = _stream_one_step(final_name, final, Xt)
-            except BaseException:
-                # The pipeline's attributes are back (stream_update). An atomic final
-                # step has put itself back, or has committed its update (an interrupt
-                # can arrive after its commit, before it returns): a committed update
-                # cannot be undone without a copy of its state, so the other steps'
-                # updates then stand too. Either way, never half a call.
-                if undo and not (last is not None and _committed(*last)):
-                    for step, saved in reversed(undo):
-                        _restore(step, saved)
-                raise
-        return out
+        with stream_update(self, check_params=False):
+            # fresh clones need no copy: the restored attributes drop them on failure
+            fresh = reset or "steps_" not in self.__dict__
+            if fresh:
+                self._start_stream()
+            else:
+                self._check_params_unchanged()
+            final_name, final = self.steps_[-1]
+            self._check_final(final_name, final, mode)
+            X = self._as_array(X)
+            if mode != "transform":
+                self._check_targets(X, y, final)
+            params = self._check_final_params(final_name, final, mode, X, params,
+                                              reset=reset)
+            Xt = self._stream_transformers(X, keep=not fresh)
+            if not fresh:
+                undo_on_rollback(final)
+            if mode == "predict":
+                # the final step's own predict-then-update (the weights are checked)
+                method = getattr(final, "prequential_predict", None)
+                if not callable(method):
+                    method = functools.partial(_row_by_row, final)
+                return method(Xt, y, **params, **({"delay": delay} if delay else {}))
+            if _is_skipped(final):
+                return Xt
+            if mode == "fit" and hasattr(final, "partial_fit"):
+                return final.partial_fit(Xt, y, **params)
+            return _stream_one_step(final_name, final, Xt)
 
     @staticmethod
     def _check_final_params(name, final, mode, X, params, *, reset):
@@ -862,13 +933,6 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
                     "sample_weight."
                 )
         return params
-
-    @staticmethod
-    def _keep(step, undo, *, last=False):
-        """Record ``step``'s state before it learns (unless it needs no record)."""
-        if undo is None or _is_skipped(step) or (last and _is_atomic(step)):
-            return
-        undo.append((step, _snapshot(step)))
 
     def _check_final(self, name, final, mode):
         """The final step can do what ``mode`` asks (checked before any step learns)."""
@@ -958,13 +1022,16 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         # keep DataFrames as they are (first step may record feature names)
         return X if hasattr(X, "iloc") or hasattr(X, "shape") else np.asarray(X)
 
-    def _stream_transformers(self, X, undo=None):
+    def _stream_transformers(self, X, *, keep):
+        """The rows of ``X`` through the transformers, each learning them; with
+        ``keep``, a foreign transformer that learns is first copied
+        (:func:`undo_on_rollback`)."""
         Xt = X
         for name, step in self.steps_[:-1]:
             if _is_skipped(step):
                 continue
-            if _learns(step):
-                self._keep(step, undo)
+            if keep and _learns(step):
+                undo_on_rollback(step)
             Xt = _stream_one_step(name, step, Xt)
         return Xt
 
@@ -1046,167 +1113,23 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
                 _safe_set_output(step, transform=transform)
         return self
 
-    predict = _final_step_method(
-        "predict", "y_pred : ndarray", "The predictions of the current state.")
-    decision_function = _final_step_method(
-        "decision_function", "scores : ndarray", "The final estimator's decision function.")
-    predict_proba = _final_step_method(
-        "predict_proba", "proba : ndarray of shape (n_samples, n_classes)",
-        "Class probabilities.")
-    predict_log_proba = _final_step_method(
-        "predict_log_proba", "log_proba : ndarray of shape (n_samples, n_classes)",
-        "Log class probabilities.")
-
-    @available_if(_final_has("transform"))
-    def transform(self, X, **params):
-        """Apply the fitted transformers (no learning).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        **params : dict
-            Passed to the steps' ``transform``.
-
-        Returns
-        -------
-        Xt : ndarray of shape (n_samples, n_output_features)
-            The transformed rows.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().transform(X, **params)
-
-    @available_if(_final_has("transform"))
-    def fit_transform(self, X, y=None, **params):
-        """:meth:`fit`, then :meth:`transform` with the final state.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like or None, default=None
-            Targets, passed to the steps.
-        **params : dict
-            Passed to :meth:`transform`.
-
-        Returns
-        -------
-        Xt : ndarray of shape (n_samples, n_output_features)
-            The rows transformed by the fitted pipeline.
-        """
-        return self.fit(X, y).transform(X, **params)
-
-    @available_if(_final_has("inverse_transform"))
-    def inverse_transform(self, X, **params):
-        """Apply the fitted steps' ``inverse_transform`` in reverse order.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_output_features)
-            Transformed rows.
-        **params : dict
-            Passed to the steps.
-
-        Returns
-        -------
-        X_original : ndarray of shape (n_samples, n_features)
-            The rows before transformation.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().inverse_transform(X, **params)
-
-    @available_if(_final_has("score_samples"))
-    def score_samples(self, X):
-        """Apply the fitted transformers, then the final ``score_samples``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-
-        Returns
-        -------
-        scores : ndarray of shape (n_samples,)
-            The final estimator's scores.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().score_samples(X)
-
-    @available_if(_final_has("fit_predict"))
-    def fit_predict(self, X, y=None, **params):
-        """:meth:`fit`, then :meth:`predict` with the final state.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like or None, default=None
-            Targets.
-        **params : dict
-            Passed to :meth:`predict`.
-
-        Returns
-        -------
-        y_pred : ndarray
-            Predictions of the fitted pipeline on ``X``.
-        """
-        return self.fit(X, y).predict(X, **params)
-
-    @available_if(_final_has("score"))
-    def score(self, X, y=None, sample_weight=None, **params):
-        """The final estimator's ``score`` on the transformed rows (no learning).
-
-        For the predict-then-update score of a stream, use
-        :func:`~sklearn_orfit.model_selection.make_prequential_scorer`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
-        y : array-like or None, default=None
-            Targets.
-        sample_weight : array-like of shape (n_samples,), default=None
-            Passed to the final ``score``.
-        **params : dict
-            Passed to the steps.
-
-        Returns
-        -------
-        score : float
-            The final estimator's score.
-        """
-        with _held(self):  # every step at one call boundary
-            return self._fitted().score(X, y, sample_weight=sample_weight, **params)
-
-    def get_feature_names_out(self, input_features=None):
-        """Output feature names of the fitted chain.
-
-        Parameters
-        ----------
-        input_features : array-like of str or None, default=None
-            Input feature names.
-
-        Returns
-        -------
-        feature_names_out : ndarray of str objects
-            Transformed feature names.
-        """
-        return self._fitted().get_feature_names_out(input_features)
-
-    @property
-    def classes_(self):
-        """The class labels of a fitted classifier as final step."""
-        return self._fitted().classes_
-
-    @property
-    def n_features_in_(self):
-        """Number of features seen by the first step."""
-        return self._fitted().n_features_in_
-
-    @property
-    def feature_names_in_(self):
-        """Names of the features seen by the first step."""
-        return self._fitted().feature_names_in_
+    predict = _applied("predict")
+    decision_function = _applied("decision_function")
+    predict_proba = _applied("predict_proba")
+    predict_log_proba = _applied("predict_log_proba")
+    transform = _applied("transform")
+    fit_transform = _applied("fit_transform")
+    inverse_transform = _applied("inverse_transform")
+    score_samples = _applied("score_samples")
+    fit_predict = _applied("fit_predict")
+    score = _applied("score")
+    get_feature_names_out = _applied("get_feature_names_out")
+    classes_ = _fitted_attribute(
+        "classes_", "The class labels of a fitted classifier as final step.")
+    n_features_in_ = _fitted_attribute(
+        "n_features_in_", "Number of features seen by the first step.")
+    feature_names_in_ = _fitted_attribute(
+        "feature_names_in_", "Names of the features seen by the first step.")
 
     def __sklearn_is_fitted__(self):
         return hasattr(self, "steps_")

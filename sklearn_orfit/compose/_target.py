@@ -17,17 +17,15 @@ from sklearn.utils import get_tags
 
 from .._compat import HasMethods
 from ._pipeline import (
-    _is_atomic,
-    _restore,
-    _snapshot,
     changed_stream_params,
     check_deep_params,
     record_deep_params,
+    undo_on_rollback,
 )
 from .._streaming._prequential import _check_takes_weights, _is_fitted
 from .._streaming._prequential import prequential_predict as _prequential_predict
 from ..abo._qr_ewrls import QREWRLSRegressor
-from .._streaming._base import StreamingRegressorMixin, on_rollback
+from .._streaming._base import StreamingRegressorMixin
 from ..preprocessing import RecursiveStandardScaler, _constant
 
 __all__ = ["StreamingTransformedTargetRegressor"]
@@ -224,11 +222,8 @@ class StreamingTransformedTargetRegressor(StreamingRegressorMixin, RegressorMixi
 
     def _check_stream_params(self):
         self._check_params_unchanged()
-        if not _is_atomic(self.regressor_):
-            # a regressor that is not all-or-nothing on its own is restored from a
-            # snapshot if this call fails
-            inner, saved = self.regressor_, _snapshot(self.regressor_)
-            on_rollback(lambda: _restore(inner, saved))
+        # a regressor that is not all-or-nothing on its own is restored from a copy
+        undo_on_rollback(self.regressor_)
 
     def _learn_weighted(self, X, Y, sample_weight, *, predict, **piece):
         """Validated rows in order; the weights are the regressor's (the statistics of
