@@ -308,26 +308,16 @@ def _forecast_task(task):
     return result, state, len(caught), _warning_text(caught[0]) if caught else ""
 
 
-_STREAM_TRANSFORM = {"none": None, "diff": "diff", "logdiff": "log_diff"}
-
-
 def _make_forecaster(s, n_past, n_future, n_jobs):
     """The :class:`~sklearn_orfit.forecasting.StreamForecaster` of the future forecast:
     the run's model behind a running standardisation of its rows, the run's lags,
     transform and horizon, direct (one row, ``horizon`` targets), ACI intervals at
     ``--level``."""
-    from ..compose._pipeline import StreamingPipeline, make_streaming_pipeline
-    from ..forecasting import StreamForecaster
-    from ..preprocessing import RecursiveStandardScaler
+    from ..forecasting import _stream_forecaster
 
-    model = _new_model(s, n_jobs)
-    steps = ([step for _, step in model.steps] if isinstance(model, StreamingPipeline)
-             else [model])
-    return StreamForecaster(
-        make_streaming_pipeline(RecursiveStandardScaler(), *steps), n_lags=s["n_lags"],
-        transform=_STREAM_TRANSFORM[s["transform"]],
-        future_exog=list(range(n_past, n_past + n_future)) or None,
-        exog_lags=s["n_lags"], horizon=s["horizon"], strategy="direct",
+    return _stream_forecaster(
+        _new_model(s, n_jobs), transform=s["transform"], n_lags=s["n_lags"],
+        horizon=s["horizon"], n_past=n_past, n_future=n_future,
         coverage=tuple(level / 100.0 for level in s["levels"]),
         conformal_window=max(s["calibration"], 20))
 
