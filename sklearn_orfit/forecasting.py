@@ -175,7 +175,7 @@ def _used(base, params):
     if alpha is None:
         alpha = (base.model_params or {}).get("alpha")
     if alpha is None and m in _USES_ALPHA:
-        alpha = 0.0 if m in ("abo", "ensemble") else 1e-2  # the models' defaults
+        alpha = ex.DEFAULT_ALPHA[m]
     d = params.get("n_components", base.n_components)
     if d is None:
         d = default_n_components(m)

@@ -95,6 +95,9 @@ MODELS = ("abo", "orfit", "ensemble", "sw-krls", "qrd-rls", "ewrls", "aggregate"
 DEFAULT_EXPERTS = {"abo_windows": (50, 200), "sigmas": (0.5, 1.0), "n_components": (1024,),
                    "krls_windows": (50, 200)}
 TRANSFORMS = ("none", "diff", "logdiff")
+#: the ridge of each model with one when ``alpha=None`` (make_forecast_model): none for
+#: ABO (the minimum-norm solution), the baselines' own default otherwise
+DEFAULT_ALPHA = {"abo": 0.0, "ensemble": 0.0, "sw-krls": 1e-2, "qrd-rls": 1e-2}
 
 # --------------------------------------------------------------------------- progress
 class _NoBar:
@@ -490,7 +493,7 @@ def make_forecast_model(
     random Fourier features → :class:`ORFitRegressor` / :class:`EWRLSRegressor`;
     ``ensemble``: :class:`FeaturePartitionEnsemble` of ``abo`` sub-models;
     ``sw-krls`` and ``qrd-rls``: the baselines on the lags themselves. ``alpha=None``
-    is 0 for ``abo`` (minimum norm) and the baselines' default ``1e-2`` otherwise;
+    is :data:`DEFAULT_ALPHA` (0 for ``abo``: minimum norm; the baselines' ``1e-2``);
     ``length_scale=None`` is ``1/sigma`` (the kernel the features approximate).
     """
     if name not in MODELS:
@@ -499,6 +502,8 @@ def make_forecast_model(
     def features():
         return RandomFourierFeatures(n_components, sigma=sigma, random_state=random_state)
 
+    if alpha is None and name in DEFAULT_ALPHA:
+        alpha = DEFAULT_ALPHA[name]
     if name == "aggregate":
         from ..compose._aggregating import AggregatingRegressor, make_expert_grid
 
@@ -509,7 +514,7 @@ def make_forecast_model(
         return AggregatingRegressor(grid, history_size=None, n_jobs=n_jobs)
     if name == "abo":
         reg = QREWRLSRegressor(
-            window_size, forgetting_factor=forgetting_factor, alpha=alpha or 0.0
+            window_size, forgetting_factor=forgetting_factor, alpha=alpha
         )
         return make_streaming_pipeline(features(), reg)
     if name == "orfit":
@@ -523,10 +528,10 @@ def make_forecast_model(
         return SlidingWindowKRLSRegressor(
             window_size,
             length_scale=1.0 / sigma if length_scale is None else length_scale,
-            alpha=1e-2 if alpha is None else alpha,
+            alpha=alpha,
         )
     if name == "qrd-rls":
-        return QRDRLSRegressor(window_size, alpha=1e-2 if alpha is None else alpha,
+        return QRDRLSRegressor(window_size, alpha=alpha,
                                forgetting_factor=forgetting_factor)
     # ensemble (imported here: the class is optional in this layer)
     try:
@@ -537,7 +542,7 @@ def make_forecast_model(
             "installation does not provide."
         ) from None
     reg = QREWRLSRegressor(window_size, forgetting_factor=forgetting_factor,
-                           alpha=alpha or 0.0)
+                           alpha=alpha)
     return FeaturePartitionEnsemble(features(), reg, n_partitions=n_partitions, n_jobs=n_jobs)
 
 
