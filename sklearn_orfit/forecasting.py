@@ -26,6 +26,7 @@ from sklearn.utils import Bunch
 
 from .cli import _experiments as ex
 from ._forecaster import StreamForecaster
+from ._plotting import draw_bands
 from ._streaming._prequential import prequential_predict
 from .metrics import _beyond_scored_range
 from .model_selection import PrequentialSplit, make_prequential_scorer
@@ -718,15 +719,9 @@ def plot_forecast(y, forecast, intervals=None, *, coverage=None, backtest=None, 
             raise ValueError(f"intervals has {bounds.shape[0]} steps, forecast "
                              f"{f.shape[0]}.")
         widths = np.nanmean(bounds[:, :, 1] - bounds[:, :, 0], axis=0)
-        order = np.argsort(-np.nan_to_num(widths, nan=np.inf))  # the widest first
-        for rank, j in enumerate(order):
-            label = f"{labels[j]} interval" if labels[j].endswith("%") else labels[j]
-            if f.shape[0] == 1:  # one value: its intervals as bars
-                ax.vlines(fx, bounds[:, j, 0], bounds[:, j, 1], color="tab:green",
-                          lw=4 + 3 * rank, alpha=0.25 + 0.2 * rank, label=label)
-            else:
-                ax.fill_between(fx, bounds[:, j, 0], bounds[:, j, 1], color="tab:green",
-                                alpha=0.15 + 0.15 * rank, lw=0, label=label)
+        draw_bands(ax, fx, bounds,
+                   [f"{x} interval" if x.endswith("%") else x for x in labels],
+                   order=np.argsort(-np.nan_to_num(widths, nan=np.inf)))
     ax.legend(loc="best", fontsize=8)
     ax.grid(alpha=0.3)
     return ax

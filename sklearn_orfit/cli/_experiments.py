@@ -38,6 +38,7 @@ from ..baselines._qrd_rls import QRDRLSRegressor
 from ..abo._rff import RandomFourierFeatures
 from ..baselines._sw_krls import SlidingWindowKRLSRegressor
 from ..datasets import make_abo_series, make_lagged
+from .._plotting import draw_bands
 from ..preprocessing import RecursiveStandardScaler
 from ..utils.benchmarking import (  # noqa: F401  (the command line's measurements)
     TABLE5_CPP_MS,
@@ -727,16 +728,9 @@ def plot_forecast(result, path, *, title, times=None, rolling=48, last=None, uni
     if future is not None:
         h = len(future["forecast"])
         fx = np.arange(n, n + h) if future.get("x") is None else np.asarray(future["x"])
-        order = np.argsort(future["levels"])[::-1]  # the widest band first
-        for rank, j in enumerate(order):
-            lo_b, hi_b = future["intervals"][:, j, 0], future["intervals"][:, j, 1]
-            label = f"{future['levels'][j]:g} % interval"
-            if h == 1:  # one value: its intervals as bars
-                axes[0].vlines(fx, lo_b, hi_b, color="tab:green", lw=4 + 3 * rank,
-                               alpha=0.25 + 0.2 * rank, label=label)
-            else:
-                axes[0].fill_between(fx, lo_b, hi_b, color="tab:green",
-                                     alpha=0.15 + 0.15 * rank, lw=0, label=label)
+        draw_bands(axes[0], fx, np.asarray(future["intervals"]),
+                   [f"{level:g} % interval" for level in future["levels"]],
+                   order=np.argsort(future["levels"])[::-1])  # the widest band first
         axes[0].plot(fx, future["forecast"], lw=1.4, color="tab:green", marker="o",
                      markersize=2.5, label=("forecast of the next value" if h == 1 else
                                             f"forecast of the next {h} values"))
