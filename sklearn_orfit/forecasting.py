@@ -115,19 +115,13 @@ def _positive_int(name):
     return check
 
 
-def _nonnegative_float(name):
+def _finite_float(name, *, zero):
+    """A check of finite real numbers ``> 0`` (``>= 0`` with ``zero=True``)."""
     def check(v):
         if (not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v)
-                or v < 0):
-            raise ValueError(f"{name} must hold finite numbers >= 0, got {v!r}.")
-    return check
-
-
-def _positive_float(name):
-    def check(v):
-        if (not isinstance(v, numbers.Real) or isinstance(v, bool) or not math.isfinite(v)
-                or v <= 0):
-            raise ValueError(f"{name} must hold finite numbers > 0, got {v!r}.")
+                or v < 0 or (v == 0 and not zero)):
+            raise ValueError(f"{name} must hold finite numbers {'>=' if zero else '>'} 0, "
+                             f"got {v!r}.")
     return check
 
 
@@ -472,10 +466,10 @@ def tune_forecast(
     transforms = _check_grid("transforms", transforms, _one_of("transforms", ex.TRANSFORMS))
     models = _check_grid("models", models, _one_of("models", ex.MODELS))
     window_sizes = _check_grid("window_sizes", window_sizes, _positive_int("window_sizes"))
-    sigmas = _check_grid("sigmas", sigmas, _positive_float("sigmas"))
+    sigmas = _check_grid("sigmas", sigmas, _finite_float("sigmas", zero=False))
     model_params = dict(model_params or {})
     if alphas is not None:
-        alphas = _check_grid("alphas", alphas, _nonnegative_float("alphas"))
+        alphas = _check_grid("alphas", alphas, _finite_float("alphas", zero=True))
         if model_params.get("alpha") is not None:
             raise ValueError("alpha is both searched (alphas) and fixed (model_params); "
                              "give one of them.")

@@ -16,6 +16,13 @@ from ._parser import CLIError
 from ._input import _increasing, _listing, _names
 
 
+def _probe_writable(folder):
+    """Create and remove a file in ``folder`` (an ``OSError`` if it cannot be written)."""
+    fd, probe = tempfile.mkstemp(prefix=".sklearn-orfit-probe-", dir=folder)
+    os.close(fd)
+    os.remove(probe)
+
+
 def _check_output_dir(path):
     """Create ``--output-dir`` and prove it writable (a probe file, removed at once).
 
@@ -27,9 +34,7 @@ def _check_output_dir(path):
         raise CLIError(f"cannot create --output-dir {path}: {exc.strerror or exc}"
                        ) from None
     try:
-        fd, probe = tempfile.mkstemp(prefix=".sklearn-orfit-probe-", dir=path)
-        os.close(fd)
-        os.remove(probe)
+        _probe_writable(path)
     except OSError as exc:
         raise CLIError(f"--output-dir {path} is not writable: {exc.strerror or exc}"
                        ) from None
@@ -173,9 +178,7 @@ def _check_save_path(path):
     if not os.path.isdir(folder):
         raise CLIError(f"--save-model {path}: the directory {folder} does not exist")
     try:
-        fd, probe = tempfile.mkstemp(prefix=".sklearn-orfit-probe-", dir=folder)
-        os.close(fd)
-        os.remove(probe)
+        _probe_writable(folder)
     except OSError as exc:
         raise CLIError(f"--save-model {path}: {folder} is not writable: "
                        f"{exc.strerror or exc}") from None
