@@ -11,7 +11,7 @@ from sklearn_orfit.abo._givens import GivensSolver, GivensWindow
 from sklearn_orfit.abo._primal_solver import PrimalSolver
 from sklearn_orfit.abo._window import WindowBuffer, normalise_rows
 from sklearn_orfit.abo._kernels import lstsq_stack, solve_normal_stack
-from sklearn_orfit.abo._window_solvers import SlidingQR
+from sklearn_orfit.abo._window_solvers import SlidingQR, SlidingR
 
 EPS = np.finfo(np.float64).eps
 
@@ -50,7 +50,7 @@ def test_sliding_qr_columns_keeps_its_invariant(kind, lam):
     N, D, T = 8, 15, 70
     rows, y = stream(kind, T, D)
     sw = np.sqrt(lam) ** np.arange(N - 1, -1, -1)
-    qr = SlidingQR(rows[:N] * sw[:, None], orientation="columns", window_size=10**9)
+    qr = SlidingQR(rows[:N] * sw[:, None], window_size=10**9)
     for at in range(1, T - N + 1):
         assert qr.slide(rows[at + N - 1], sqrt_lam=np.sqrt(lam), drop=True)
         A = rows[at : at + N] * sw[:, None]
@@ -71,24 +71,51 @@ def test_sliding_qr_columns_keeps_its_invariant(kind, lam):
 
 
 @pytest.mark.parametrize("lam", [1.0, 0.9])
-def test_sliding_qr_rows_keeps_its_invariant_or_asks_for_a_refactorisation(lam):
-    N, D, T = 12, 4, 80
-    rows, y = stream("generic", T, D)
-    rows[40:60] = rows[40]  # windows of rank one: the economic row deletion cannot go on
+@pytest.mark.parametrize("kind", ["generic", "zero_rows", "duplicated"])
+def test_sliding_r_keeps_its_invariant_or_asks_for_a_refactorisation(kind, lam):
+    # invariant after every slide: RᵀR = ÃᵀÃ and Rᵀd = ÃᵀỸ (the weighted tall window),
+    # or the slide is refused and the factor unchanged
+    N, D, T = 12, 4, 90
+    rows, y = stream(kind, T, D)
+    rows[40:60] = rows[40]  # windows of rank one: their last row cannot be downdated
+    y = y[:, None]
     sw = np.sqrt(lam) ** np.arange(N - 1, -1, -1)
-    qr = SlidingQR(rows[:N] * sw[:, None], orientation="rows", window_size=10**9)
+    fac = SlidingR(rows[:N] * sw[:, None], y[:N] * sw[:, None], forgetting_factor=lam)
     refused = 0
     for at in range(1, T - N + 1):
-        A = rows[at : at + N] * sw[:, None]
-        if not qr.slide(rows[at + N - 1], sqrt_lam=np.sqrt(lam), drop=True):
+        A, Yw = rows[at : at + N] * sw[:, None], y[at : at + N] * sw[:, None]
+        before = fac.T
+        old = (rows[at - 1] * sw[0], y[at - 1] * sw[0])
+        if not fac.slide(rows[at + N - 1], y[at + N - 1], sqrt_lam=np.sqrt(lam), old=old):
+            assert fac.T is before
             refused += 1
-            qr.refactor(A)
-        np.testing.assert_allclose(qr.Q.T @ qr.Q, np.eye(D), atol=1e-12)
-        np.testing.assert_allclose(qr.Q @ qr.R, A, atol=1e-12 * max(1.0, np.abs(A).max()))
-        Yw = (y[at : at + N] * sw)[:, None]
+            fac.refactor(A, Yw)
+        R, d = fac.T[:, :D], fac.T[:, D:]
+        scale = max(1.0, np.abs(A).max(), np.abs(Yw).max()) ** 2
+        assert np.allclose(np.tril(R, -1), 0.0)
+        np.testing.assert_allclose(R.T @ R, A.T @ A, atol=1e-12 * scale)
+        np.testing.assert_allclose(R.T @ d, A.T @ Yw, atol=1e-12 * scale)
         ref = np.linalg.lstsq(A, Yw, rcond=None)[0]
-        np.testing.assert_allclose(qr.solve(Yw, alpha=0.0), ref, atol=1e-9 * max(1.0, np.abs(ref).max()))
+        np.testing.assert_allclose(fac.solve(alpha=0.0), ref, atol=1e-9 * max(1.0, np.abs(ref).max()))
     assert refused > 0
+
+
+@pytest.mark.parametrize("lam, kind", [(1.0, "low_rank"), (0.9, "generic")])
+def test_sliding_r_with_a_ridge_solves_the_augmented_window(lam, kind):
+    # the ridge rows are part of the factor without forgetting (they never age: a
+    # rank-deficient window still downdates), taken at solve time with forgetting; either
+    # way the solution is the augmented lstsq's
+    N, D, T, alpha = 12, 4, 60, 1e-3
+    rows, y = stream(kind, T, D, seed=11)
+    y = y[:, None]
+    sw = np.sqrt(lam) ** np.arange(N - 1, -1, -1)
+    fac = SlidingR(rows[:N] * sw[:, None], y[:N] * sw[:, None], alpha=alpha, forgetting_factor=lam)
+    assert fac.ridge_in_factor == (lam == 1.0)
+    for at in range(1, T - N + 1):
+        A, Yw = rows[at : at + N] * sw[:, None], y[at : at + N] * sw[:, None]
+        old = (rows[at - 1] * sw[0], y[at - 1] * sw[0])
+        assert fac.slide(rows[at + N - 1], y[at + N - 1], sqrt_lam=np.sqrt(lam), old=old)
+        np.testing.assert_allclose(fac.solve(alpha=alpha), augmented_ridge(A, Yw, alpha), atol=1e-9)
 
 
 def test_lstsq_stack_matches_numpy_lstsq_including_rank_deficient():
@@ -297,24 +324,20 @@ def test_givens_at_the_interpolation_threshold_stays_within_its_bound(seed, D, l
     assert np.all(np.abs(p - o[:, 0]) <= 1e-12 * np.maximum(kappa, 1.0) * scale)
 
 
-@pytest.mark.parametrize("orientation, D", [("columns", 15), ("rows", 4)])
-def test_sliding_qr_with_a_ridge_factorises_the_augmented_window(orientation, D):
-    # invariant: Q R = [Ãᵀ; √α E] (columns; E the ring slots) or [Ã; √α I] (rows), and the
-    # minimum-norm solution of the augmented window is the ridge solution
-    N, T, alpha = 8, 60, 1e-3
+def test_sliding_qr_with_a_ridge_factorises_the_augmented_window():
+    # invariant: Q R = [Ãᵀ; √α E] (E the ring slots), and the minimum-norm solution of the
+    # augmented window is the ridge solution
+    N, D, T, alpha = 8, 15, 60, 1e-3
     rows, y = stream("low_rank", T, D, seed=11)
-    qr = SlidingQR(rows[:N], orientation=orientation, window_size=N, alpha=alpha, slots=np.arange(N))
+    qr = SlidingQR(rows[:N], window_size=N, alpha=alpha, slots=np.arange(N))
     for at in range(1, T - N + 1):
         slot = (at + N - 1) % N
         assert qr.slide(rows[at + N - 1], sqrt_lam=1.0, drop=True, slot=slot)
         A = rows[at : at + N]
         slots = (np.arange(at, at + N)) % N
-        if orientation == "columns":
-            E = np.zeros((N, N))
-            E[slots, np.arange(N)] = np.sqrt(alpha)
-            M = np.vstack([A.T, E])
-        else:
-            M = np.vstack([A, np.sqrt(alpha) * np.eye(D)])
+        E = np.zeros((N, N))
+        E[slots, np.arange(N)] = np.sqrt(alpha)
+        M = np.vstack([A.T, E])
         np.testing.assert_allclose(qr.Q.T @ qr.Q, np.eye(qr.Q.shape[1]), atol=1e-12)
         np.testing.assert_allclose(qr.Q @ qr.R, M, atol=1e-12)
         Yw = y[at : at + N, None]

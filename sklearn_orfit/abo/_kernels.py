@@ -372,6 +372,26 @@ def _ridge_qr(A, Y, alpha):
                      for Rj, Qj, Yj in zip(R, Q, Y)])
 
 
+def ridge_from_factor(F, B, alpha):
+    """``lstsq([F; √α I], [B; 0])`` for a square factor ``F`` (``k×k``, any structure):
+    the ridge solution ``(FᵀF + αI)⁻¹ FᵀB`` without forming ``FᵀF``.
+
+    ``[F B; √α I 0] = Q [R₂ B₂; 0 ·]`` by one Householder QR (LAPACK ``dgeqrf``, ``Q`` not
+    formed) and ``β = R₂⁻¹ B₂``: ``O(k³)``, backward stable. Returns None when ``R₂`` is
+    too close to singular for that (as :func:`_ridge_qr`), for an SVD instead.
+    """
+    k = F.shape[0]
+    M = np.zeros((2 * k, k + B.shape[1]))
+    M[:k, :k], M[:k, k:] = F, B
+    M[np.arange(k, 2 * k), np.arange(k)] = np.sqrt(alpha)
+    H = lapack.dgeqrf(M)[0]
+    R2 = np.triu(H[:k, :k])
+    rcond, info = lapack.dtrcon(R2, norm="1", uplo="U", diag="N")
+    if info != 0 or not rcond > 1e3 * EPS:
+        return None
+    return solve_triangular(R2, H[:k, k:], check_finite=False)
+
+
 def solve_shifted(apply_M, x0, delta, size, *, max_steps=MAX_STEPS):
     """Solve ``(I + δ_w M) x = x₀`` for every window ``w`` of a block, by iteration.
 

@@ -10,17 +10,18 @@ and has the same small interface: ``update(Z, Y, *, predict) -> predictions or N
 ``coef()``, ``checkpoint(n_rows)`` / ``restore(record)`` (an undo record of what the rows
 will overwrite) and ``n_orthogonal``. Here:
 
-* :class:`SlidingQR` — the orthogonal route slid row by row (``O(N·D)``);
+* :class:`SlidingQR` / :class:`SlidingR` — the orthogonal route slid row by row
+  (``O(N·D)`` for the wide window, ``O(D²)`` for the tall one);
 * :class:`CoreBlockSolver` — the skeleton of the dual and primal block solvers.
 """
 
 import numpy as np
 from scipy.linalg import lapack, qr, qr_delete, qr_insert, solve_triangular
 
-from ._kernels import EPS, lstsq_cutoff, lstsq_stack, pinv_factors, probes, svd
+from ._kernels import EPS, lstsq_cutoff, lstsq_stack, pinv_factors, probes, ridge_from_factor, svd
 from ._window import WindowBuffer, normalise_rows
 
-__all__ = ["CoreBlockSolver", "ReferenceWindow", "SlidingQR", "forgetting_block_size"]
+__all__ = ["CoreBlockSolver", "ReferenceWindow", "SlidingQR", "SlidingR", "forgetting_block_size"]
 
 #: a ridge with forgetting: a block's windows have shifts within a factor of this of those
 #: of its reference window (the iteration then contracts by at least 1/9 a step, see
@@ -91,22 +92,19 @@ class ReferenceWindow:
 
 
 class SlidingQR:
-    """Economic QR factors of the weighted window, slid one row at a time.
+    """Economic QR factors of the transposed weighted window (the wide window, ``D ≥ N``),
+    slid one row at a time.
 
-    With ``Ã = W½ Z`` the window (``n`` rows, oldest first):
+    With ``Ã = W½ Z`` the window (``n`` rows, oldest first): ``Ãᵀ = Q R``, ``Q`` of shape
+    ``(D, n)``, ``R`` ``(n, n)``; then ``Ã = Rᵀ Qᵀ`` and ``pinv(Ã) = Q pinv(Rᵀ)``. (The
+    tall window has :class:`SlidingR`.)
 
-    * ``orientation="columns"`` (``D ≥ N``): ``Ãᵀ = Q R``, ``Q`` of shape ``(D, n)``,
-      ``R`` ``(n, n)``; then ``Ã = Rᵀ Qᵀ`` and ``pinv(Ã) = Q pinv(Rᵀ)``.
-    * ``orientation="rows"`` (``D < N``): ``Ã = Q R``, ``Q`` ``(n, D)``, ``R`` ``(D, D)``;
-      then ``pinv(Ã) = pinv(R) Qᵀ``.
-
-    invariant: ``Q`` has orthonormal columns and ``Q R`` is ``Ãᵀ`` (or ``Ã``).
+    invariant: ``Q`` has orthonormal columns and ``Q R`` is ``Ãᵀ``.
 
     With a ridge ``α > 0`` the factors are those of the augmented window, whose
     minimum-norm solution is the ridge solution without squaring the condition number:
-    ``[Ãᵀ; √α E]`` for ``"columns"`` (``E`` puts each row's ``√α`` at its ring slot, so
-    that ``Ã_aug Ã_augᵀ = ÃÃᵀ + αI``), ``[Ã; √α I]`` for ``"rows"`` (the ridge rows stay
-    last and are never slid out). The ridge does not scale with the weights, so this is
+    ``[Ãᵀ; √α E]`` (``E`` puts each row's ``√α`` at its ring slot, so that
+    ``Ã_aug Ã_augᵀ = ÃÃᵀ + αI``). The ridge does not scale with the weights, so this is
     used without forgetting only.
 
     A slide removes the oldest row (:func:`scipy.linalg.qr_delete`), ages the rest (the
@@ -130,12 +128,11 @@ class SlidingQR:
     Σ_{k: col_k = g} μ_k²``, and ``col_k`` is ``-1`` for the zero rows.
     """
 
-    def __init__(self, A, *, orientation, window_size, alpha=0.0, slots=None):
-        self.orientation = orientation
+    def __init__(self, A, *, window_size, alpha=0.0, slots=None):
         self.N = window_size
         self.D = A.shape[1]
         self.root_alpha = float(np.sqrt(alpha))
-        self.merged = orientation == "columns" and not self.root_alpha
+        self.merged = not self.root_alpha
         self.refactor(A, slots=slots)
 
     def refactor(self, A, *, slots=None):
@@ -143,13 +140,9 @@ class SlidingQR:
         if self.merged:
             self._refactor_merged(A)
             return
-        M = A.T if self.orientation == "columns" else A
-        if self.root_alpha and self.orientation == "columns":
-            E = np.zeros((self.N, A.shape[0]))
-            E[slots, np.arange(A.shape[0])] = self.root_alpha
-            M = np.vstack([M, E])
-        elif self.root_alpha:
-            M = np.vstack([M, self.root_alpha * np.eye(self.D)])
+        E = np.zeros((self.N, A.shape[0]))  # the ridge (see the class docstring)
+        E[slots, np.arange(A.shape[0])] = self.root_alpha
+        M = np.vstack([A.T, E])
         self.Q, self.R = qr(M, mode="economic", check_finite=False)
         self.n = A.shape[0]
         self.slides = 0
@@ -157,36 +150,22 @@ class SlidingQR:
     def slide(self, a, *, sqrt_lam, drop, slot=None):
         """Drop the oldest row when ``drop``, scale the rest by ``√λ``, append ``a``.
 
-        Returns False when the factors could not be slid reliably (a row deleted from the
-        economic factors of a rank-deficient tall window); the caller then refactorises.
+        Always True (the tall window's :meth:`SlidingR.slide` can refuse).
         """
         if self.merged:
             return self._slide_merged(a, sqrt_lam=sqrt_lam, drop=drop)
-        which = "col" if self.orientation == "columns" else "row"
-        if self.root_alpha and self.orientation == "columns":
-            e = np.zeros(self.N)
-            e[slot] = self.root_alpha
-            a = np.concatenate([a, e])
-        if drop and self.orientation == "rows" and not self.root_alpha:
-            # deleting a row from economic factors needs R nonsingular
-            dR = np.abs(self.R.diagonal())
-            if not dR.min() > lstsq_cutoff(dR.max(), n=self.n, D=self.Q.shape[1]):
-                return False
+        e = np.zeros(self.N)
+        e[slot] = self.root_alpha
+        a = np.concatenate([a, e])
         if drop:
-            Q, R = qr_delete(self.Q, self.R, 0, which=which, check_finite=False)
+            Q, R = qr_delete(self.Q, self.R, 0, which="col", check_finite=False)
             k = min(R.shape)
             # a square Q (a full, not economic, factorisation) comes back square: trim it
             self.Q, self.R = Q[:, :k], R[:k]
             self.n -= 1
         if sqrt_lam != 1.0:
             self.R = self.R * sqrt_lam  # a new array: checkpoints keep the old one
-        if self.orientation == "rows":
-            Q, R = qr_insert(self.Q, self.R, a, self.n, which="row", check_finite=False)
-            # a window that grows from n ≤ D to n + 1 > D rows comes back with a square Q
-            # and n + 1 rows of R: keep the economic factors, Q (n+1, k), R (k, D)
-            k = min(R.shape)
-            self.Q, self.R = Q[:, :k], R[:k]
-        elif not np.any(a):
+        if not np.any(a):
             self._append_dependent_column(a)
         elif not self._insert_column(a, self.n):
             # ``a`` lies in the span of the window's rows (to rounding): R grows by the
@@ -194,12 +173,6 @@ class SlidingQR:
             self._append_dependent_column(a)
         self.n += 1
         self.slides += 1
-        if self.orientation == "rows" and not self.root_alpha:
-            # probe the invariant QᵀQ = I along a fixed direction (O(N·D))
-            v = probes(self.Q.shape[1])[:, 0]
-            Qv = self.Q @ v
-            if not abs(Qv @ Qv - 1.0) <= 1e-10:
-                return False
         return True
 
     # ------------------------------------------------------------ merged parallel rows
@@ -346,7 +319,7 @@ class SlidingQR:
         truncate a singular value of the window.
         """
         Q, R = self.Q, self.R
-        n_rows, D = (R.shape[0], Q.shape[0]) if self.orientation == "columns" else (Q.shape[0], Q.shape[1])
+        n_rows, D = R.shape[0], Q.shape[0]
         if self.merged:
             # the columns' targets t_g = Σ μ_k ỹ_k / ρ_g (zero rows add nothing); the
             # cut-off is the window's, of n rows
@@ -354,10 +327,14 @@ class SlidingQR:
         if self.root_alpha:
             # the augmented window's minimum-norm solution is the ridge solution
             alpha = 0.0
-            if self.orientation == "columns":
-                Q = Q[: self.D]  # β = the first D coordinates
-            else:
-                Yw = np.vstack([Yw, np.zeros((self.D, Yw.shape[1]))])
+            Q = Q[: self.D]  # β = the first D coordinates
+        elif alpha and R.shape[0] == R.shape[1]:
+            # a ridge taken at solve time (factors without its rows, e.g. with forgetting):
+            # β depends on ÃᵀÃ = Q R Rᵀ Qᵀ and ÃᵀỸ = Q R Ỹ alone (the merged columns keep
+            # both), β = Q c with c = lstsq([Rᵀ; √α I], [Ỹ; 0])
+            c = ridge_from_factor(R.T, Yw, alpha)
+            if c is not None:
+                return Q @ c
         if alpha == 0.0 and R.shape[0] == R.shape[1] and R.size:
             rcond, info = lapack.dtrcon(R, norm="1", uplo="U", diag="N")
             # κ₂(R) ≤ n/rcond₁, and LAPACK's estimate of ‖R⁻¹‖₁ is rarely low by more than
@@ -368,17 +345,121 @@ class SlidingQR:
             k = R.shape[0]
             limit = 10 * k * (EPS if self.root_alpha else lstsq_cutoff(1.0, n=n_rows, D=D))
             if info == 0 and rcond > limit:
-                if self.orientation == "columns":
-                    # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
-                    return Q @ solve_triangular(R, Yw, trans="T", check_finite=False)
-                return solve_triangular(R, Q.T @ Yw, check_finite=False)
+                # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
+                return Q @ solve_triangular(R, Yw, trans="T", check_finite=False)
         U, s, Vt = svd(R)
         f = pinv_factors(s, alpha=alpha, n=n_rows, D=D)
-        if self.orientation == "columns":
-            # Ã = Rᵀ Qᵀ = V s Uᵀ Qᵀ ⇒ β = Q U f(s) Vᵀ Ỹ
-            return Q @ (U @ (f[:, None] * (Vt @ Yw)))
-        # Ã = Q U s Vᵀ ⇒ β = V f(s) Uᵀ Qᵀ Ỹ
-        return Vt.T @ (f[:, None] * (U.T @ (Q.T @ Yw)))
+        # Ã = Rᵀ Qᵀ = V s Uᵀ Qᵀ ⇒ β = Q U f(s) Vᵀ Ỹ
+        return Q @ (U @ (f[:, None] * (Vt @ Yw)))
+
+
+#: a downdate is taken when the leaving row's leverage ``‖R⁻ᵀa‖²`` is at most this: the
+#: window's singular values then shrink by at most ``√(1 − 0.75) = 1/2`` (``R̃ᵀR̃ ⪰
+#: (1 − ‖p‖²) RᵀR``), so the downdated factor is as well conditioned as the window it
+#: describes; a row of higher leverage (the last row of its direction, a row far above
+#: the others' scale) is removed by refactorising the window instead
+MAX_LEVERAGE = 0.75
+
+
+class SlidingR:
+    """The triangular factor of the weighted window and its targets, slid one row at a
+    time with no orthogonal factor (the tall window, ``D < N``).
+
+    With ``Ã = W½ Z`` (``n ≥ D`` rows) and ``Ỹ = W½ Y``, ``T = [R | d]`` (``D`` rows) is
+    the top of the triangular factor of ``[Ã | Ỹ]``: ``RᵀR = ÃᵀÃ`` and ``Rᵀd = ÃᵀỸ``,
+    so ``lstsq(Ã, Ỹ) = lstsq(R, d)`` (same singular values, same right singular vectors;
+    the residual rows below ``T`` carry no information on ``β``).
+
+    invariant: ``RᵀR = ÃᵀÃ`` and ``Rᵀd = ÃᵀỸ`` for the current window.
+
+    A slide is three ``O(D²)`` steps, all compiled (:func:`scipy.linalg.qr_insert` and
+    :func:`scipy.linalg.qr_delete` on ``(D + 1)``-row factors), none forming ``ÃᵀÃ``:
+
+    * **downdate** of the leaving row ``[a | y]`` (its current weight): with ``p = R⁻ᵀa``
+      and ``ρ = √(1 − ‖p‖²)``, ``[a | y]`` is the first row of ``Q̂ [T; [0 | t]]`` for an
+      orthogonal ``Q̂`` whose first row is ``[pᵀ, ρ]`` and ``t = (y − pᵀd)/ρ``; deleting
+      that row (Givens rotations determined by ``[pᵀ, ρ]`` alone) leaves ``T̃`` with
+      ``R̃ᵀR̃ = RᵀR − aaᵀ`` and ``R̃ᵀd̃ = Rᵀd − aᵀy`` (Golub & Van Loan, §6.5.3). Taken
+      when ``‖p‖² ≤`` :data:`MAX_LEVERAGE`, else the caller refactorises;
+    * **ageing**: ``T ← √λ T`` (every weight is multiplied by ``λ``);
+    * **update** with the new row ``[a | y]`` (weight 1): a row appended to ``T``.
+
+    With a ridge and no forgetting the rows ``[√α I | 0]`` are part of ``T`` (they never
+    leave and never age); with forgetting they would age with the rest, so the ridge
+    solution is taken from ``T`` at solve time: ``lstsq([R; √α I], [d; 0])``, ``O(D³)``.
+    """
+
+    def __init__(self, A, Yw, *, alpha=0.0, forgetting_factor=1.0):
+        self.D = A.shape[1]
+        self.root_alpha = float(np.sqrt(alpha))
+        self.ridge_in_factor = bool(self.root_alpha) and forgetting_factor == 1.0
+        self.refactor(A, Yw)
+
+    def refactor(self, A, Yw):
+        """Factorise the weighted window ``A`` (``n ≥ D`` rows) with its targets ``Yw``."""
+        M = np.hstack([A, Yw])
+        if self.ridge_in_factor:
+            ridge = np.zeros((self.D, M.shape[1]))
+            ridge[:, : self.D] = self.root_alpha * np.eye(self.D)
+            M = np.vstack([M, ridge])
+        self.T = qr(M, mode="r", check_finite=False)[0][: self.D]
+        self.n = A.shape[0]
+        self.slides = 0
+
+    def slide(self, a, y, *, sqrt_lam, old=None):
+        """Remove the row ``old = (a_old, y_old)`` (weighted as it is now) if given, age
+        the rest by ``√λ`` and add ``[a | y]``. Returns False, with the factor unchanged,
+        when the leaving row's leverage is too high to downdate it (see the class
+        docstring): the caller then refactorises."""
+        T = self.T
+        D = self.D
+        if old is not None:
+            a_old, y_old = old
+            if np.any(a_old):
+                R = T[:, :D]
+                if not np.all(R.diagonal()):  # singular: no downdate (Rᵀp = a has no solution)
+                    return False
+                p = solve_triangular(R, a_old, trans="T", check_finite=False)
+                lev = float(p @ p)
+                if not lev <= MAX_LEVERAGE:  # also catches a nearly singular R (p not finite)
+                    return False
+                rho = np.sqrt(1.0 - lev)
+                Qf = np.zeros((D + 1, D + 1))
+                Qf[0, :D], Qf[0, D] = p, rho
+                Tf = np.zeros((D + 1, T.shape[1]))
+                Tf[:D] = T
+                Tf[D, D:] = (y_old - p @ T[:, D:]) / rho
+                # invariant after: R̃ᵀR̃ = RᵀR − a aᵀ, R̃ᵀd̃ = Rᵀd − a yᵀ
+                T = qr_delete(Qf, Tf, 0, which="row", check_finite=False)[1][:D]
+            self.n -= 1
+        if sqrt_lam != 1.0:
+            T = T * sqrt_lam  # a new array: checkpoints keep the old one
+        if np.any(a):
+            row = np.concatenate([a, np.ravel(y)])
+            # invariant after: RᵀR = ÃᵀÃ + a aᵀ, Rᵀd = ÃᵀỸ + a yᵀ
+            T = qr_insert(np.eye(D), T, row, D, which="row", check_finite=False)[1][:D]
+        self.T = T
+        self.n += 1
+        self.slides += 1
+        return True
+
+    def solve(self, *, alpha):
+        """``lstsq([Ã; √α I], [Ỹ; 0])`` from the factor: a triangular solve (``O(D²)``)
+        when ``R`` is safely invertible, else from the SVD of ``R`` (``O(D³)``)."""
+        D = self.D
+        R, d = self.T[:, :D], self.T[:, D:]
+        if alpha and not self.ridge_in_factor:
+            beta = ridge_from_factor(R, d, alpha)
+            return lstsq_stack(R[None], d[None], alpha=alpha)[0][0] if beta is None else beta
+        rcond, info = lapack.dtrcon(R, norm="1", uplo="U", diag="N")
+        # as SlidingQR.solve: no singular value at lstsq's cut-off when rcond₁ is well
+        # above it; a factor with its ridge rows has no cut-off to follow
+        limit = 10 * D * (EPS if self.ridge_in_factor else lstsq_cutoff(1.0, n=self.n, D=D))
+        if info == 0 and rcond > limit:
+            return solve_triangular(R, d, check_finite=False)
+        U, s, Vt = svd(R)
+        f = pinv_factors(s, alpha=0.0, n=self.n + (D if self.ridge_in_factor else 0), D=D)
+        return Vt.T @ (f[:, None] * (U.T @ d))
 
 
 # how a window is solved (see CoreBlockSolver)
@@ -428,7 +509,7 @@ class CoreBlockSolver:
     and dropped after ``min(N, D)/8`` rows without use.
     """
 
-    orientation = None  # of the SlidingQR: "columns" (D ≥ N) or "rows" (D < N)
+    orientation = None  # "columns" (D ≥ N: SlidingQR) or "rows" (D < N: SlidingR)
     takes_inert = True  # update(..., inert=...): see update_rows
 
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size, gram):
@@ -568,9 +649,12 @@ class CoreBlockSolver:
                 out[i] = s[i] * self._refined(blk, lo[i], hi[i], parts[i], k=k)
             elif route[i] == ORTHOGONAL:
                 out[i] = Z[i] @ self._orthogonal_beta()
+            leaving = None
+            if self.orth is not None and drops[i] and self.orientation == "rows":
+                leaving = self._oldest_weighted()
             buf.push(Zh[i], s[i], Y[i], k)
             if self.orth is not None:
-                self._slide_orthogonal(Z[i], drop=bool(drops[i]))
+                self._slide_orthogonal(Z[i], Y[i], drop=bool(drops[i]), leaving=leaving)
         blk.j += n
         blk.dropped += int(drops.sum())
 
@@ -593,35 +677,61 @@ class CoreBlockSolver:
         buf = self.buf
         sw = buf.sqrt_weights(self.lam)
         self.n_orthogonal += 1
-        if (self.orientation == "rows" and buf.n <= self.D and not self.alpha) or (self.alpha and self.lam < 1):
-            # from scratch: a window with no more rows than features (O(n·D²), n ≤ D), or a
-            # ridge with forgetting (the ridge rows of the factors would age with the rest)
+        tall = self.orientation == "rows"
+        if tall and buf.n <= self.D:
+            # from scratch: a window with no more rows than features (O(n·D²), n ≤ D, the
+            # fill of a tall window)
             Z, Y = buf.raw()
             return lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha)[0][0]
+        self.orth_idle = 0
+        if tall:
+            if self.orth is None:
+                Z, Y = buf.raw()
+                self.orth = SlidingR(Z * sw[:, None], Y * sw[:, None], alpha=self.alpha,
+                                     forgetting_factor=self.lam)
+            return self.orth.solve(alpha=self.alpha)
         Y = buf.Y[buf.slots()]  # the factors hold the rows: only the targets are read
         if self.orth is None:
             Z, _ = buf.raw()
-            self.orth = SlidingQR(
-                Z * sw[:, None], orientation=self.orientation, window_size=self.N,
-                alpha=self.alpha, slots=buf.slots(),
-            )
-        self.orth_idle = 0
+            # with forgetting the ridge rows would age with the rest: the factors hold
+            # the rows alone and the ridge is taken at solve time
+            self.orth = SlidingQR(Z * sw[:, None], window_size=self.N, alpha=self.alpha if self.lam == 1 else 0.0,
+                                  slots=buf.slots())
         return self.orth.solve(Y * sw[:, None], alpha=self.alpha)
 
-    def _slide_orthogonal(self, z, *, drop):
+    def _oldest_weighted(self):
+        """The oldest row of the window and its target, with their current weight."""
+        buf = self.buf
+        j = buf.slots()[0]
+        w = np.sqrt(self.lam) ** (buf.n - 1)
+        return buf.Zh[j] * (buf.s[j] * w), buf.Y[j] * w
+
+    def _slide_orthogonal(self, z, y, *, drop, leaving=None):
         self.orth_idle += 1
-        # a slide costs O(N·D), a new factorisation O(N·D·min(N, D)): keep sliding the
-        # factors through a gap of a few ill-conditioned-free rows, not through long runs
-        if self.orth_idle > max(8, min(self.N, self.D) // 8):
+        tall = self.orientation == "rows"
+        # a slide costs O(N·D) (O(D²) for the tall factor), a new factorisation
+        # O(N·D·min(N, D)): keep sliding the factors through a gap of rows that need no
+        # orthogonal solve, not through long runs
+        if self.orth_idle > max(8, (self.N // 16) if tall else min(self.N, self.D) // 8):
             self.orth = None
-        elif self.orth.slides >= self.N or not self.orth.slide(
-            z, sqrt_lam=float(np.sqrt(self.lam)), drop=drop, slot=(self.buf.pos - 1) % self.N
-        ):
-            if self.buf.n <= self.D and self.orientation == "rows" and not self.alpha:
-                self.orth = None  # too few rows for tall factors: from scratch when needed
-                return
-            Z, _ = self.buf.raw()
-            self.orth.refactor(Z * self.buf.sqrt_weights(self.lam)[:, None], slots=self.buf.slots())
+            return
+        sqrt_lam = float(np.sqrt(self.lam))
+        if tall:
+            ok = self.orth.slides < self.N and self.orth.slide(z, y, sqrt_lam=sqrt_lam, old=leaving)
+        else:
+            ok = self.orth.slides < self.N and self.orth.slide(
+                z, sqrt_lam=sqrt_lam, drop=drop, slot=(self.buf.pos - 1) % self.N)
+        if ok:
+            return
+        if tall and self.buf.n <= self.D:
+            self.orth = None  # too few rows for a tall factor: from scratch when needed
+            return
+        Z, Y = self.buf.raw()
+        sw = self.buf.sqrt_weights(self.lam)[:, None]
+        if tall:
+            self.orth.refactor(Z * sw, Y * sw)
+        else:
+            self.orth.refactor(Z * sw, slots=self.buf.slots())
 
 
 def _principal_blocks(M, idx, valid, copy=False):
