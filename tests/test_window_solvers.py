@@ -50,7 +50,7 @@ def test_sliding_qr_columns_keeps_its_invariant(kind, lam):
     N, D, T = 8, 15, 70
     rows, y = stream(kind, T, D)
     sw = np.sqrt(lam) ** np.arange(N - 1, -1, -1)
-    qr = SlidingQR(rows[:N] * sw[:, None], window_size=10**9)
+    qr = SlidingQR(rows[:N] * sw[:, None], orientation="columns", window_size=10**9)
     for at in range(1, T - N + 1):
         assert qr.slide(rows[at + N - 1], sqrt_lam=np.sqrt(lam), drop=True)
         A = rows[at : at + N] * sw[:, None]
@@ -68,6 +68,27 @@ def test_sliding_qr_columns_keeps_its_invariant(kind, lam):
         ref = np.linalg.lstsq(A, Yw, rcond=None)[0]
         np.testing.assert_allclose(qr.solve(Yw, alpha=0.0), ref, atol=1e-9 * max(1.0, np.abs(ref).max()))
         np.testing.assert_allclose(qr.solve(Yw, alpha=0.1), augmented_ridge(A, Yw, 0.1), atol=1e-10)
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.9])
+def test_sliding_qr_rows_keeps_its_invariant_or_asks_for_a_refactorisation(lam):
+    N, D, T = 12, 4, 80
+    rows, y = stream("generic", T, D)
+    rows[40:60] = rows[40]  # windows of rank one: the economic row deletion cannot go on
+    sw = np.sqrt(lam) ** np.arange(N - 1, -1, -1)
+    qr = SlidingQR(rows[:N] * sw[:, None], orientation="rows", window_size=10**9)
+    refused = 0
+    for at in range(1, T - N + 1):
+        A = rows[at : at + N] * sw[:, None]
+        if not qr.slide(rows[at + N - 1], sqrt_lam=np.sqrt(lam), drop=True):
+            refused += 1
+            qr.refactor(A)
+        np.testing.assert_allclose(qr.Q.T @ qr.Q, np.eye(D), atol=1e-12)
+        np.testing.assert_allclose(qr.Q @ qr.R, A, atol=1e-12 * max(1.0, np.abs(A).max()))
+        Yw = (y[at : at + N] * sw)[:, None]
+        ref = np.linalg.lstsq(A, Yw, rcond=None)[0]
+        np.testing.assert_allclose(qr.solve(Yw, alpha=0.0), ref, atol=1e-9 * max(1.0, np.abs(ref).max()))
+    assert refused > 0
 
 
 @pytest.mark.parametrize("lam", [1.0, 0.9])
@@ -324,20 +345,24 @@ def test_givens_at_the_interpolation_threshold_stays_within_its_bound(seed, D, l
     assert np.all(np.abs(p - o[:, 0]) <= 1e-12 * np.maximum(kappa, 1.0) * scale)
 
 
-def test_sliding_qr_with_a_ridge_factorises_the_augmented_window():
-    # invariant: Q R = [Ãᵀ; √α E] (E the ring slots), and the minimum-norm solution of the
-    # augmented window is the ridge solution
-    N, D, T, alpha = 8, 15, 60, 1e-3
+@pytest.mark.parametrize("orientation, D", [("columns", 15), ("rows", 4)])
+def test_sliding_qr_with_a_ridge_factorises_the_augmented_window(orientation, D):
+    # invariant: Q R = [Ãᵀ; √α E] (columns; E the ring slots) or [Ã; √α I] (rows), and the
+    # minimum-norm solution of the augmented window is the ridge solution
+    N, T, alpha = 8, 60, 1e-3
     rows, y = stream("low_rank", T, D, seed=11)
-    qr = SlidingQR(rows[:N], window_size=N, alpha=alpha, slots=np.arange(N))
+    qr = SlidingQR(rows[:N], orientation=orientation, window_size=N, alpha=alpha, slots=np.arange(N))
     for at in range(1, T - N + 1):
         slot = (at + N - 1) % N
         assert qr.slide(rows[at + N - 1], sqrt_lam=1.0, drop=True, slot=slot)
         A = rows[at : at + N]
         slots = (np.arange(at, at + N)) % N
-        E = np.zeros((N, N))
-        E[slots, np.arange(N)] = np.sqrt(alpha)
-        M = np.vstack([A.T, E])
+        if orientation == "columns":
+            E = np.zeros((N, N))
+            E[slots, np.arange(N)] = np.sqrt(alpha)
+            M = np.vstack([A.T, E])
+        else:
+            M = np.vstack([A, np.sqrt(alpha) * np.eye(D)])
         np.testing.assert_allclose(qr.Q.T @ qr.Q, np.eye(qr.Q.shape[1]), atol=1e-12)
         np.testing.assert_allclose(qr.Q @ qr.R, M, atol=1e-12)
         Yw = y[at : at + N, None]
@@ -610,3 +635,57 @@ def test_merged_columns_of_rows_far_below_the_largest_keep_their_norm(D):
         scale = np.linalg.norm(Z[t]) * np.linalg.norm(beta)
         err = abs(pred[t] - float(Z[t] @ beta[:, 0]))
         assert err <= max(1e-9, 100 * EPS * kappa) * scale or err == 0.0, (t, err, scale, kappa)
+
+
+@pytest.mark.parametrize("orientation, D", [("columns", 15), ("rows", 4)])
+def test_sliding_qr_takes_a_ridge_at_solve_time_with_forgetting(orientation, D):
+    # with forgetting the factors hold the rows alone (ridge rows would age with them):
+    # the ridge solution comes from ÃᵀÃ and ÃᵀỸ, which the factors (merged or not) keep
+    N, T, alpha, lam = 8, 60, 1e-3, 0.9
+    rows, y = stream("duplicated", T, D, seed=13)
+    sw = np.sqrt(lam) ** np.arange(N - 1, -1, -1)
+    qr = SlidingQR(rows[:N] * sw[:, None], orientation=orientation, window_size=N, slots=np.arange(N))
+    for at in range(1, T - N + 1):
+        if not qr.slide(rows[at + N - 1], sqrt_lam=np.sqrt(lam), drop=True, slot=(at + N - 1) % N):
+            qr.refactor(rows[at : at + N] * sw[:, None], slots=np.arange(at, at + N) % N)
+        A, Yw = rows[at : at + N] * sw[:, None], (y[at : at + N] * sw)[:, None]
+        np.testing.assert_allclose(qr.solve(Yw, alpha=alpha), augmented_ridge(A, Yw, alpha), atol=1e-9)
+
+
+_GRADED_KNOWN = {  # (kind, lam, alpha, N) outside the bound, by up to 8·10³× (issue 23)
+    ("mixed", 1.0, 1e-9, 12), ("mixed_duplicated", 1.0, 0.0, 12),
+    ("mixed_duplicated", 0.9, 0.0, 12), ("mixed_duplicated", 0.9, 1e-9, 12),
+    ("mixed_duplicated", 0.9, 1e-9, 40), ("mixed_duplicated", 1.0, 1e-9, 12),
+    ("mixed_duplicated", 1.0, 1e-9, 40),
+}
+
+
+def _graded_cases():
+    for kind in ("mixed", "mixed_duplicated"):
+        for lam, alpha in [(1.0, 0.0), (0.9, 0.0), (0.9, 1e-9), (1.0, 1e-9)]:
+            for N in (12, 40):  # D < N < 2D: SlidingQR's rows; N ≥ 2D: SlidingR
+                marks = ()
+                if (kind, lam, alpha, N) in _GRADED_KNOWN:
+                    marks = pytest.mark.xfail(strict=True, reason=(
+                        "known defect (issue 23, open): the primal solver's predictions on windows "
+                        "of row blocks scaled 10^±3 are outside the oracle's bound, as before the "
+                        "tall factor was slid without Q (same cases, same sizes)"))
+                yield pytest.param(N, lam, alpha, kind, marks=marks)
+
+
+@pytest.mark.parametrize("N, lam, alpha, kind", list(_graded_cases()))
+def test_primal_orthogonal_route_matches_oracle_at_every_step(N, lam, alpha, kind):
+    # blocks of 3 rows scaled by 10^k, k in [-3, 3] (the Gram condition estimates fail),
+    # with or without repeated rows: the tall window's orthogonal factors are slid
+    # (downdated, aged, updated) row by row, a ridge with forgetting taken from them at
+    # solve time; against the oracle at every step. (With k in [-6, 6] lstsq itself is
+    # outside this bound at some steps — by 5× and 1.5·10³× against 60-digit arithmetic —
+    # so those windows cannot be judged by it.)
+    D, T = 8, 160
+    Z, y = stream("duplicated" if kind == "mixed_duplicated" else "generic", T, D, seed=14)
+    scale = 10.0 ** np.random.default_rng(15).integers(-3, 4, size=T // 3 + 1).repeat(3)[:T]
+    Z, y = Z * scale[:, None], y * scale
+    solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
+    p = solver.update(Z, y[:, None], predict=True)
+    assert_oracle(p, Z, y, N, lam, alpha)
+    assert solver.n_orthogonal > 0

@@ -92,20 +92,25 @@ class ReferenceWindow:
 
 
 class SlidingQR:
-    """Economic QR factors of the transposed weighted window (the wide window, ``D ≥ N``),
-    slid one row at a time.
+    """Economic QR factors of the weighted window, slid one row at a time.
 
-    With ``Ã = W½ Z`` the window (``n`` rows, oldest first): ``Ãᵀ = Q R``, ``Q`` of shape
-    ``(D, n)``, ``R`` ``(n, n)``; then ``Ã = Rᵀ Qᵀ`` and ``pinv(Ã) = Q pinv(Rᵀ)``. (The
-    tall window has :class:`SlidingR`.)
+    With ``Ã = W½ Z`` the window (``n`` rows, oldest first):
 
-    invariant: ``Q`` has orthonormal columns and ``Q R`` is ``Ãᵀ``.
+    * ``orientation="columns"`` (``D ≥ N``): ``Ãᵀ = Q R``, ``Q`` of shape ``(D, n)``,
+      ``R`` ``(n, n)``; then ``Ã = Rᵀ Qᵀ`` and ``pinv(Ã) = Q pinv(Rᵀ)``.
+    * ``orientation="rows"`` (``D < N``): ``Ã = Q R``, ``Q`` ``(n, D)``, ``R`` ``(D, D)``;
+      then ``pinv(Ã) = pinv(R) Qᵀ``.
+
+    invariant: ``Q`` has orthonormal columns and ``Q R`` is ``Ãᵀ`` (or ``Ã``).
+
+    (The tall window of at least ``2D`` rows has :class:`SlidingR`, which needs no ``Q``.)
 
     With a ridge ``α > 0`` the factors are those of the augmented window, whose
     minimum-norm solution is the ridge solution without squaring the condition number:
-    ``[Ãᵀ; √α E]`` (``E`` puts each row's ``√α`` at its ring slot, so that
-    ``Ã_aug Ã_augᵀ = ÃÃᵀ + αI``). The ridge does not scale with the weights, so this is
-    used without forgetting only.
+    ``[Ãᵀ; √α E]`` for ``"columns"`` (``E`` puts each row's ``√α`` at its ring slot, so
+    that ``Ã_aug Ã_augᵀ = ÃÃᵀ + αI``), ``[Ã; √α I]`` for ``"rows"`` (the ridge rows stay
+    last and are never slid out). The ridge does not scale with the weights, so with
+    forgetting the factors hold the rows alone and :meth:`solve` takes the ridge.
 
     A slide removes the oldest row (:func:`scipy.linalg.qr_delete`), ages the rest (the
     weights are a uniform scale: ``R ← √λ R``) and appends the new row with weight 1
@@ -128,11 +133,12 @@ class SlidingQR:
     Σ_{k: col_k = g} μ_k²``, and ``col_k`` is ``-1`` for the zero rows.
     """
 
-    def __init__(self, A, *, window_size, alpha=0.0, slots=None):
+    def __init__(self, A, *, orientation, window_size, alpha=0.0, slots=None):
+        self.orientation = orientation
         self.N = window_size
         self.D = A.shape[1]
         self.root_alpha = float(np.sqrt(alpha))
-        self.merged = not self.root_alpha
+        self.merged = orientation == "columns" and not self.root_alpha
         self.refactor(A, slots=slots)
 
     def refactor(self, A, *, slots=None):
@@ -140,32 +146,58 @@ class SlidingQR:
         if self.merged:
             self._refactor_merged(A)
             return
-        E = np.zeros((self.N, A.shape[0]))  # the ridge (see the class docstring)
-        E[slots, np.arange(A.shape[0])] = self.root_alpha
-        M = np.vstack([A.T, E])
+        M = A.T if self.orientation == "columns" else A
+        if self.root_alpha and self.orientation == "columns":
+            E = np.zeros((self.N, A.shape[0]))
+            E[slots, np.arange(A.shape[0])] = self.root_alpha
+            M = np.vstack([M, E])
+        elif self.root_alpha:
+            M = np.vstack([M, self.root_alpha * np.eye(self.D)])
         self.Q, self.R = qr(M, mode="economic", check_finite=False)
         self.n = A.shape[0]
         self.slides = 0
+        self.peak = float(np.linalg.norm(self.R))
 
     def slide(self, a, *, sqrt_lam, drop, slot=None):
         """Drop the oldest row when ``drop``, scale the rest by ``√λ``, append ``a``.
 
-        Always True (the tall window's :meth:`SlidingR.slide` can refuse).
+        Returns False when the factors could not be slid reliably (a row deleted from the
+        economic factors of a rank-deficient tall window, or a norm that fell below
+        :data:`NORM_DROP` times its largest); the caller then refactorises.
         """
-        if self.merged:
-            return self._slide_merged(a, sqrt_lam=sqrt_lam, drop=drop)
-        e = np.zeros(self.N)
-        e[slot] = self.root_alpha
-        a = np.concatenate([a, e])
+        ok = (self._slide_merged(a, sqrt_lam=sqrt_lam, drop=drop) if self.merged
+              else self._slide_unmerged(a, sqrt_lam=sqrt_lam, drop=drop, slot=slot))
+        if not ok:
+            return False
+        dropped, self.peak = _norm_dropped(self.R, self.peak * sqrt_lam)
+        return not dropped
+
+    def _slide_unmerged(self, a, *, sqrt_lam, drop, slot):
+        which = "col" if self.orientation == "columns" else "row"
+        if self.root_alpha and self.orientation == "columns":
+            e = np.zeros(self.N)
+            e[slot] = self.root_alpha
+            a = np.concatenate([a, e])
+        if drop and self.orientation == "rows" and not self.root_alpha:
+            # deleting a row from economic factors needs R nonsingular
+            dR = np.abs(self.R.diagonal())
+            if not dR.min() > lstsq_cutoff(dR.max(), n=self.n, D=self.Q.shape[1]):
+                return False
         if drop:
-            Q, R = qr_delete(self.Q, self.R, 0, which="col", check_finite=False)
+            Q, R = qr_delete(self.Q, self.R, 0, which=which, check_finite=False)
             k = min(R.shape)
             # a square Q (a full, not economic, factorisation) comes back square: trim it
             self.Q, self.R = Q[:, :k], R[:k]
             self.n -= 1
         if sqrt_lam != 1.0:
             self.R = self.R * sqrt_lam  # a new array: checkpoints keep the old one
-        if not np.any(a):
+        if self.orientation == "rows":
+            Q, R = qr_insert(self.Q, self.R, a, self.n, which="row", check_finite=False)
+            # a window that grows from n ≤ D to n + 1 > D rows comes back with a square Q
+            # and n + 1 rows of R: keep the economic factors, Q (n+1, k), R (k, D)
+            k = min(R.shape)
+            self.Q, self.R = Q[:, :k], R[:k]
+        elif not np.any(a):
             self._append_dependent_column(a)
         elif not self._insert_column(a, self.n):
             # ``a`` lies in the span of the window's rows (to rounding): R grows by the
@@ -173,6 +205,12 @@ class SlidingQR:
             self._append_dependent_column(a)
         self.n += 1
         self.slides += 1
+        if self.orientation == "rows" and not self.root_alpha:
+            # probe the invariant QᵀQ = I along a fixed direction (O(N·D))
+            v = probes(self.Q.shape[1])[:, 0]
+            Qv = self.Q @ v
+            if not abs(Qv @ Qv - 1.0) <= 1e-10:
+                return False
         return True
 
     # ------------------------------------------------------------ merged parallel rows
@@ -209,6 +247,7 @@ class SlidingQR:
         self.Q, self.R = qr((self.U * self.rho[:, None]).T, mode="economic", check_finite=False)
         self.n = n
         self.slides = 0
+        self.peak = float(np.linalg.norm(self.R))
 
     @staticmethod
     def _rho(col, mu, n_cols):
@@ -319,7 +358,7 @@ class SlidingQR:
         truncate a singular value of the window.
         """
         Q, R = self.Q, self.R
-        n_rows, D = R.shape[0], Q.shape[0]
+        n_rows, D = (R.shape[0], Q.shape[0]) if self.orientation == "columns" else (Q.shape[0], Q.shape[1])
         if self.merged:
             # the columns' targets t_g = Σ μ_k ỹ_k / ρ_g (zero rows add nothing); the
             # cut-off is the window's, of n rows
@@ -327,14 +366,23 @@ class SlidingQR:
         if self.root_alpha:
             # the augmented window's minimum-norm solution is the ridge solution
             alpha = 0.0
-            Q = Q[: self.D]  # β = the first D coordinates
+            if self.orientation == "columns":
+                Q = Q[: self.D]  # β = the first D coordinates
+            else:
+                Yw = np.vstack([Yw, np.zeros((self.D, Yw.shape[1]))])
         elif alpha and R.shape[0] == R.shape[1]:
             # a ridge taken at solve time (factors without its rows, e.g. with forgetting):
-            # β depends on ÃᵀÃ = Q R Rᵀ Qᵀ and ÃᵀỸ = Q R Ỹ alone (the merged columns keep
-            # both), β = Q c with c = lstsq([Rᵀ; √α I], [Ỹ; 0])
-            c = ridge_from_factor(R.T, Yw, alpha)
-            if c is not None:
-                return Q @ c
+            # β depends on ÃᵀÃ and ÃᵀỸ alone (the merged columns keep both). Columns:
+            # ÃᵀÃ = Q R Rᵀ Qᵀ, ÃᵀỸ = Q R Ỹ ⇒ β = Q lstsq([Rᵀ; √α I], [Ỹ; 0]); rows:
+            # ÃᵀÃ = RᵀR, ÃᵀỸ = Rᵀ QᵀỸ ⇒ β = lstsq([R; √α I], [QᵀỸ; 0])
+            if self.orientation == "columns":
+                c = ridge_from_factor(R.T, Yw, alpha)
+                if c is not None:
+                    return Q @ c
+            else:
+                beta = ridge_from_factor(R, Q.T @ Yw, alpha)
+                if beta is not None:
+                    return beta
         if alpha == 0.0 and R.shape[0] == R.shape[1] and R.size:
             rcond, info = lapack.dtrcon(R, norm="1", uplo="U", diag="N")
             # κ₂(R) ≤ n/rcond₁, and LAPACK's estimate of ‖R⁻¹‖₁ is rarely low by more than
@@ -345,12 +393,32 @@ class SlidingQR:
             k = R.shape[0]
             limit = 10 * k * (EPS if self.root_alpha else lstsq_cutoff(1.0, n=n_rows, D=D))
             if info == 0 and rcond > limit:
-                # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
-                return Q @ solve_triangular(R, Yw, trans="T", check_finite=False)
+                if self.orientation == "columns":
+                    # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
+                    return Q @ solve_triangular(R, Yw, trans="T", check_finite=False)
+                return solve_triangular(R, Q.T @ Yw, check_finite=False)
         U, s, Vt = svd(R)
         f = pinv_factors(s, alpha=alpha, n=n_rows, D=D)
-        # Ã = Rᵀ Qᵀ = V s Uᵀ Qᵀ ⇒ β = Q U f(s) Vᵀ Ỹ
-        return Q @ (U @ (f[:, None] * (Vt @ Yw)))
+        if self.orientation == "columns":
+            # Ã = Rᵀ Qᵀ = V s Uᵀ Qᵀ ⇒ β = Q U f(s) Vᵀ Ỹ
+            return Q @ (U @ (f[:, None] * (Vt @ Yw)))
+        # Ã = Q U s Vᵀ ⇒ β = V f(s) Uᵀ Qᵀ Ỹ
+        return Vt.T @ (f[:, None] * (U.T @ (Q.T @ Yw)))
+
+
+#: a slid factor is refactorised when its norm falls below this fraction of the largest
+#: it had since its last factorisation (aged as the rows are): the rounding of a slide is
+#: relative to the rows the factor held, and what large rows that left (a block of rows
+#: 10⁶ times the others) leave behind would otherwise stay in the factor, far above the
+#: oracle's bound for the rows that remain (measured: 10³–10⁹ times it)
+NORM_DROP = 0.1
+
+
+def _norm_dropped(R, peak):
+    """``(dropped, new peak)``: whether ``‖R‖_F`` fell below :data:`NORM_DROP` times
+    ``peak`` (the largest norm since the factorisation, already aged)."""
+    nrm = float(np.sqrt(np.einsum("ij,ij->", R, R)))
+    return nrm < NORM_DROP * peak, max(peak, nrm)
 
 
 #: a downdate is taken when the leaving row's leverage ``‖R⁻ᵀa‖²`` is at most this: the
@@ -405,12 +473,14 @@ class SlidingR:
         self.T = qr(M, mode="r", check_finite=False)[0][: self.D]
         self.n = A.shape[0]
         self.slides = 0
+        self.peak = float(np.linalg.norm(self.T[:, : self.D]))
 
     def slide(self, a, y, *, sqrt_lam, old=None):
         """Remove the row ``old = (a_old, y_old)`` (weighted as it is now) if given, age
         the rest by ``√λ`` and add ``[a | y]``. Returns False, with the factor unchanged,
         when the leaving row's leverage is too high to downdate it (see the class
-        docstring): the caller then refactorises."""
+        docstring) or the factor's norm fell below :data:`NORM_DROP` times its largest:
+        the caller then refactorises."""
         T = self.T
         D = self.D
         if old is not None:
@@ -438,7 +508,10 @@ class SlidingR:
             row = np.concatenate([a, np.ravel(y)])
             # invariant after: RᵀR = ÃᵀÃ + a aᵀ, Rᵀd = ÃᵀỸ + a yᵀ
             T = qr_insert(np.eye(D), T, row, D, which="row", check_finite=False)[1][:D]
-        self.T = T
+        dropped, peak = _norm_dropped(T[:, :D], self.peak * sqrt_lam)
+        if dropped:
+            return False
+        self.T, self.peak = T, peak
         self.n += 1
         self.slides += 1
         return True
@@ -509,7 +582,7 @@ class CoreBlockSolver:
     and dropped after ``min(N, D)/8`` rows without use.
     """
 
-    orientation = None  # "columns" (D ≥ N: SlidingQR) or "rows" (D < N: SlidingR)
+    orientation = None  # "columns" (D ≥ N) or "rows" (D < N)
     takes_inert = True  # update(..., inert=...): see update_rows
 
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size, gram):
@@ -650,7 +723,7 @@ class CoreBlockSolver:
             elif route[i] == ORTHOGONAL:
                 out[i] = Z[i] @ self._orthogonal_beta()
             leaving = None
-            if self.orth is not None and drops[i] and self.orientation == "rows":
+            if drops[i] and isinstance(self.orth, SlidingR):
                 leaving = self._oldest_weighted()
             buf.push(Zh[i], s[i], Y[i], k)
             if self.orth is not None:
@@ -673,30 +746,33 @@ class CoreBlockSolver:
             yield sel, np.where(valid, idx, 0), valid
 
     def _orthogonal_beta(self):
-        """``β`` of the current window on the orthogonal route."""
+        """``β`` of the current window on the orthogonal route: :class:`SlidingR` for a
+        window of at least ``2D`` rows (its rows' leverages average at most 1/2, so
+        downdates are rarely refused), :class:`SlidingQR` otherwise."""
         buf = self.buf
         sw = buf.sqrt_weights(self.lam)
         self.n_orthogonal += 1
-        tall = self.orientation == "rows"
-        if tall and buf.n <= self.D:
+        if self.orientation == "rows" and buf.n <= self.D:
             # from scratch: a window with no more rows than features (O(n·D²), n ≤ D, the
             # fill of a tall window)
             Z, Y = buf.raw()
             return lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha)[0][0]
         self.orth_idle = 0
-        if tall:
-            if self.orth is None:
-                Z, Y = buf.raw()
+        if self.orth is None:
+            Z, Y = buf.raw()
+            if self.orientation == "rows" and self.N >= 2 * self.D:
                 self.orth = SlidingR(Z * sw[:, None], Y * sw[:, None], alpha=self.alpha,
                                      forgetting_factor=self.lam)
+            else:
+                # with forgetting the ridge rows would age with the rest: the factors
+                # hold the rows alone and the ridge is taken at solve time
+                self.orth = SlidingQR(
+                    Z * sw[:, None], orientation=self.orientation, window_size=self.N,
+                    alpha=self.alpha if self.lam == 1 else 0.0, slots=buf.slots(),
+                )
+        if isinstance(self.orth, SlidingR):
             return self.orth.solve(alpha=self.alpha)
         Y = buf.Y[buf.slots()]  # the factors hold the rows: only the targets are read
-        if self.orth is None:
-            Z, _ = buf.raw()
-            # with forgetting the ridge rows would age with the rest: the factors hold
-            # the rows alone and the ridge is taken at solve time
-            self.orth = SlidingQR(Z * sw[:, None], window_size=self.N, alpha=self.alpha if self.lam == 1 else 0.0,
-                                  slots=buf.slots())
         return self.orth.solve(Y * sw[:, None], alpha=self.alpha)
 
     def _oldest_weighted(self):
@@ -708,27 +784,27 @@ class CoreBlockSolver:
 
     def _slide_orthogonal(self, z, y, *, drop, leaving=None):
         self.orth_idle += 1
-        tall = self.orientation == "rows"
-        # a slide costs O(N·D) (O(D²) for the tall factor), a new factorisation
+        slim = isinstance(self.orth, SlidingR)
+        # a slide costs O(N·D) (O(D²) for SlidingR), a new factorisation
         # O(N·D·min(N, D)): keep sliding the factors through a gap of rows that need no
         # orthogonal solve, not through long runs
-        if self.orth_idle > max(8, (self.N // 16) if tall else min(self.N, self.D) // 8):
+        if self.orth_idle > max(8, (self.N // 16) if slim else min(self.N, self.D) // 8):
             self.orth = None
             return
         sqrt_lam = float(np.sqrt(self.lam))
-        if tall:
+        if slim:
             ok = self.orth.slides < self.N and self.orth.slide(z, y, sqrt_lam=sqrt_lam, old=leaving)
         else:
             ok = self.orth.slides < self.N and self.orth.slide(
                 z, sqrt_lam=sqrt_lam, drop=drop, slot=(self.buf.pos - 1) % self.N)
         if ok:
             return
-        if tall and self.buf.n <= self.D:
-            self.orth = None  # too few rows for a tall factor: from scratch when needed
+        if self.orientation == "rows" and self.buf.n <= self.D:
+            self.orth = None  # too few rows for tall factors: from scratch when needed
             return
         Z, Y = self.buf.raw()
         sw = self.buf.sqrt_weights(self.lam)[:, None]
-        if tall:
+        if slim:
             self.orth.refactor(Z * sw, Y * sw)
         else:
             self.orth.refactor(Z * sw, slots=self.buf.slots())
