@@ -353,41 +353,44 @@ def _ridge_qr(A, Y, alpha):
     (``rcond ≤ 1e3·eps``: ``√α`` below rounding against ``‖Ã‖``), for the SVD route.
     """
     k, n, D = A.shape
+    if n >= D:
+        # [Ã Ỹ; √α I 0] = Q [R Ỹ₂; 0 ·]  =>  β = R⁻¹ Ỹ₂
+        beta = [ridge_from_factor(Aj, Yj, alpha) for Aj, Yj in zip(A, Y)]
+        return None if any(b is None for b in beta) else np.stack(beta)
     root = np.sqrt(alpha)
-    if n >= D:
-        M = np.concatenate([A, np.broadcast_to(root * np.eye(D), (k, D, D))], axis=1)
-    else:
-        M = np.concatenate([np.swapaxes(A, 1, 2), np.broadcast_to(root * np.eye(n), (k, n, n))], axis=1)
+    M = np.concatenate([np.swapaxes(A, 1, 2), np.broadcast_to(root * np.eye(n), (k, n, n))], axis=1)
     Q, R = np.linalg.qr(M)
-    for Rj in R:
-        rcond, info = lapack.dtrcon(Rj, norm="1", uplo="U", diag="N")
-        if info != 0 or not rcond > 1e3 * EPS:
-            return None
-    if n >= D:
-        # [Ã; √α I] = Q R  =>  β = R⁻¹ Q[:n]ᵀ Ỹ (the ridge rows' targets are 0)
-        return np.stack([solve_triangular(Rj, Qj[:n].T @ Yj, check_finite=False)
-                         for Rj, Qj, Yj in zip(R, Q, Y)])
+    if not all(_safely_invertible(Rj) for Rj in R):
+        return None
     # [Ã, √α I] = Rᵀ Qᵀ  =>  [β; γ] = Q R⁻ᵀ Ỹ,  β = Q[:D] R⁻ᵀ Ỹ
     return np.stack([Qj[:D] @ solve_triangular(Rj, Yj, trans="T", check_finite=False)
                      for Rj, Qj, Yj in zip(R, Q, Y)])
 
 
+def _safely_invertible(R):
+    """Whether LAPACK's estimate finds the triangular ``R`` safely invertible
+    (``rcond₁ > 1e3·eps``): a factor of ``[F; √α I]`` is not when ``√α`` is below
+    rounding against ``‖F‖``."""
+    rcond, info = lapack.dtrcon(R, norm="1", uplo="U", diag="N")
+    return info == 0 and rcond > 1e3 * EPS
+
+
 def ridge_from_factor(F, B, alpha):
-    """``lstsq([F; √α I], [B; 0])`` for a square factor ``F`` (``k×k``, any structure):
-    the ridge solution ``(FᵀF + αI)⁻¹ FᵀB`` without forming ``FᵀF``.
+    """``lstsq([F; √α I], [B; 0])`` for ``F`` of shape ``(m, k)`` (a window with
+    ``m ≥ k`` rows, or a square factor of any structure): the ridge solution
+    ``(FᵀF + αI)⁻¹ FᵀB`` without forming ``FᵀF``.
 
     ``[F B; √α I 0] = Q [R₂ B₂; 0 ·]`` by one Householder QR (LAPACK ``dgeqrf``, ``Q`` not
-    formed) and ``β = R₂⁻¹ B₂``: ``O(k³)``, backward stable. Returns None when ``R₂`` is
-    too close to singular for that (as :func:`_ridge_qr`), for an SVD instead.
+    formed) and ``β = R₂⁻¹ B₂``: ``O((m + k)·k²)``, backward stable. Returns None when
+    ``R₂`` is not safely invertible (:func:`_safely_invertible`), for an SVD instead.
     """
-    k = F.shape[0]
-    M = np.zeros((2 * k, k + B.shape[1]))
-    M[:k, :k], M[:k, k:] = F, B
-    M[np.arange(k, 2 * k), np.arange(k)] = np.sqrt(alpha)
+    m, k = F.shape
+    M = np.zeros((m + k, k + B.shape[1]))
+    M[:m, :k], M[:m, k:] = F, B
+    M[np.arange(m, m + k), np.arange(k)] = np.sqrt(alpha)
     H = lapack.dgeqrf(M)[0]
     R2 = np.triu(H[:k, :k])
-    rcond, info = lapack.dtrcon(R2, norm="1", uplo="U", diag="N")
-    if info != 0 or not rcond > 1e3 * EPS:
+    if not _safely_invertible(R2):
         return None
     return solve_triangular(R2, H[:k, k:], check_finite=False)
 

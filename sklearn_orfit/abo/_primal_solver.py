@@ -21,7 +21,8 @@ rows). With ``r_p = L_A⁻¹ ẑ_p`` computed once per row, ``T_pq = r_p·r_q`` 
 so a prediction costs ``O(D·b + b³)`` and the coefficients one more triangular solve;
 ``C`` is factorised from scratch for every window (no recursion, no drift). Windows too
 ill-conditioned for the normal equations (condition estimate above
-:data:`GRAM_KAPPA_MAX`) go to the orthogonal route (:class:`SlidingQR`).
+:data:`GRAM_KAPPA_MAX`) go to the orthogonal route (:class:`SlidingR` for a window of at
+least ``2D`` rows, :class:`SlidingQR` otherwise).
 """
 
 import numpy as np

@@ -578,8 +578,9 @@ class CoreBlockSolver:
     (``_solve_windows``: predictions and a route per window — :data:`FAST`, or
     :data:`REFINE` for one step of refinement against the rows themselves
     (``_refined``), or :data:`ORTHOGONAL`) and the coefficients (``_coef``). Windows sent to the orthogonal route
-    are solved by a :class:`SlidingQR` kept slid while it is in use (``O(N·D)`` a row)
-    and dropped after ``min(N, D)/8`` rows without use.
+    are solved by factors kept slid while they are in use: a :class:`SlidingR` (``O(D²)``
+    a row) for a tall window of at least ``2D`` rows, dropped after ``N/16`` rows without
+    use, else a :class:`SlidingQR` (``O(N·D)`` a row), dropped after ``min(N, D)/8``.
     """
 
     orientation = None  # "columns" (D ≥ N) or "rows" (D < N)
