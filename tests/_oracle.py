@@ -44,6 +44,36 @@ def window_lstsq(Z, Y, t, *, window_size, forgetting_factor, alpha, sample_weigh
     return beta, kappa
 
 
+def exact_window_prediction(Z, y, t, *, window_size, forgetting_factor, alpha, digits=50):
+    """``z_t·β`` of the window of rows ``< t`` in ``digits``-digit arithmetic (mpmath): the
+    reference for windows on which float64 ``lstsq`` itself is outside the bound.
+
+    The same problem as :func:`window_lstsq` (one target): the ridge solution
+    ``V diag(s/(s² + α)) Uᵀ W½y`` for ``alpha > 0``, else the minimum-norm solution over
+    the singular values above lstsq's cut-off ``eps·max(m, D)·s₁``, from an SVD of the
+    exactly weighted window (``O(m·D²)`` at ``digits`` digits: small windows only).
+    """
+    import mpmath as mp
+
+    with mp.workdps(digits):
+        lo = max(0, t - window_size)
+        m, D = t - lo, Z.shape[1]
+        root = mp.sqrt(mp.mpf(forgetting_factor))
+        w = [root ** (m - 1 - i) for i in range(m)]
+        A = mp.matrix([[mp.mpf(float(v)) * w[i] for v in Z[lo + i]] for i in range(m)])
+        b = [mp.mpf(float(y[lo + i])) * w[i] for i in range(m)]
+        U, s, V = mp.svd_r(A)
+        cut = max(s) * mp.mpf(np.finfo(float).eps) * max(m, D)
+        beta = [mp.mpf(0)] * D
+        for k in range(len(s)):
+            if not alpha and not s[k] > cut:
+                continue
+            c = mp.fsum(U[i, k] * b[i] for i in range(m))
+            c = c * s[k] / (s[k] ** 2 + mp.mpf(alpha)) if alpha else c / s[k]
+            beta = [beta[j] + V[k, j] * c for j in range(D)]
+        return float(mp.fsum(mp.mpf(float(Z[t, j])) * beta[j] for j in range(D)))
+
+
 def prequential_oracle(Z, Y, **params):
     """Oracle prequential predictions, the window condition numbers and the final β."""
     Y = Y.reshape(Y.shape[0], -1)

@@ -213,7 +213,7 @@ def solve_normal_stack(S, B, pad=None, jacobi=True):
     return X, kappa
 
 
-def cholesky(S, *, kappa_max):
+def cholesky(S, *, kappa_max, inverse_norm=False):
     """Lower Cholesky factor of the symmetric positive definite ``S`` and whether it is
     usable.
 
@@ -225,14 +225,20 @@ def cholesky(S, *, kappa_max):
     -------
     L : ndarray of shape (m, m), Fortran order
     ok : bool
+    inv_norm : float
+        Only with ``inverse_norm=True``: LAPACK's estimate of ``‖S⁻¹‖₁`` (an upper bound
+        of ``‖S⁻¹‖₂`` to the estimate's accuracy), ``inf`` when ``S`` is not usable.
     """
     anorm = np.abs(S).sum(axis=0).max() if S.size else 0.0
     L, info = lapack.dpotrf(S, lower=1, clean=1, overwrite_a=1)
     L = np.asfortranarray(L)
-    if info != 0:
-        return L, False
-    rcond, info2 = lapack.dpocon(L, anorm, uplo="L")
-    return L, bool(info2 == 0 and rcond * kappa_max >= 1.0)
+    rcond, info2 = lapack.dpocon(L, anorm, uplo="L") if info == 0 else (0.0, 1)
+    ok = bool(info == 0 and info2 == 0 and rcond * kappa_max >= 1.0)
+    if not inverse_norm:
+        return L, ok
+    with np.errstate(divide="ignore"):
+        inv_norm = 1.0 / (rcond * anorm) if ok and rcond * anorm > 0 else np.inf
+    return L, ok, float(inv_norm)
 
 
 _PROBES = {}
