@@ -671,6 +671,35 @@ def test_sliding_qr_takes_a_ridge_at_solve_time_with_forgetting(orientation, D):
         np.testing.assert_allclose(qr.solve(Yw, alpha=alpha), augmented_ridge(A, Yw, alpha), atol=1e-9)
 
 
+def graded_stream(kind, T, D):
+    """Rows and targets in blocks of 3 scaled by 10^k, k in [-3, 3] (with repeated rows for
+    ``kind="mixed_duplicated"``)."""
+    Z, y = stream("duplicated" if kind == "mixed_duplicated" else "generic", T, D, seed=14)
+    scale = 10.0 ** np.random.default_rng(15).integers(-3, 4, size=T // 3 + 1).repeat(3)[:T]
+    return Z * scale[:, None], y * scale
+
+
+def assert_exact_or_as_lstsq(p, Z, y, N, lam, alpha):
+    """Prequential predictions ``p`` against the oracle at every step; where float64 lstsq
+    is itself outside the bound, against 50-digit arithmetic: within the bound of the
+    exact answer, or no further from it than float64 lstsq (the oracle, and the
+    augmented ``[A; √α I]`` with a ridge)."""
+    o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=alpha)
+    o_pred = o_pred.ravel()
+    tol = np.maximum(1e-9, 100 * EPS * kappa) * np.abs(o_pred).max()
+    worst = 0.0
+    for t in np.flatnonzero(np.abs(p - o_pred) > tol):
+        exact = exact_window_prediction(Z, y, t, window_size=N, forgetting_factor=lam, alpha=alpha)
+        ref = abs(o_pred[t] - exact)
+        if alpha:
+            lo = max(0, t - N)
+            sw = np.sqrt(lam) ** np.arange(t - lo - 1, -1, -1)
+            beta = augmented_ridge(Z[lo:t] * sw[:, None], (y[lo:t] * sw)[:, None], alpha)
+            ref = max(ref, abs(float((Z[t] @ beta)[0]) - exact))
+        worst = max(worst, abs(p[t] - exact) / max(tol[t], ref))
+    assert worst <= 1.0, f"{worst:.3g}× max(bound, float64 lstsq's error) from the exact answer"
+
+
 _GRADED_KNOWN = {  # (kind, lam, alpha, N): outside max(bound, float64's error) by the factor
     ("mixed_duplicated", 1.0, 0.0, 12): 4.2, ("mixed_duplicated", 0.9, 0.0, 12): 9.0,
     ("mixed_duplicated", 0.9, 1e-9, 12): 1.4, ("mixed_duplicated", 0.9, 1e-9, 40): 2.9,
@@ -703,25 +732,42 @@ def test_primal_orthogonal_route_matches_oracle_at_every_step(N, lam, alpha, kin
     # κ²·residual term the bound lacks), against 50-digit arithmetic: within the bound
     # of the exact answer, or no further from it than float64 lstsq (the oracle, and the
     # augmented [A; √α I] with a ridge).
-    D, T = 8, 160
-    Z, y = stream("duplicated" if kind == "mixed_duplicated" else "generic", T, D, seed=14)
-    scale = 10.0 ** np.random.default_rng(15).integers(-3, 4, size=T // 3 + 1).repeat(3)[:T]
-    Z, y = Z * scale[:, None], y * scale
+    D = 8
+    Z, y = graded_stream(kind, 160, D)
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
     p = solver.update(Z, y[:, None], predict=True).ravel()
-    o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=alpha)
-    o_pred = o_pred.ravel()
-    tol = np.maximum(1e-9, 100 * EPS * kappa) * np.abs(o_pred).max()
-    worst = 0.0
-    for t in np.flatnonzero(np.abs(p - o_pred) > tol):
-        exact = exact_window_prediction(Z, y, t, window_size=N, forgetting_factor=lam, alpha=alpha)
-        # float64's own error: the oracle's, and with a ridge the augmented lstsq's too
-        ref = abs(o_pred[t] - exact)
-        if alpha:
-            lo = max(0, t - N)
-            sw = np.sqrt(lam) ** np.arange(t - lo - 1, -1, -1)
-            beta = augmented_ridge(Z[lo:t] * sw[:, None], (y[lo:t] * sw)[:, None], alpha)
-            ref = max(ref, abs(float((Z[t] @ beta)[0]) - exact))
-        worst = max(worst, abs(p[t] - exact) / max(tol[t], ref))
-    assert worst <= 1.0, f"{worst:.3g}× max(bound, float64 lstsq's error) from the exact answer"
+    assert_exact_or_as_lstsq(p, Z, y, N, lam, alpha)
     assert solver.n_orthogonal > 0
+
+
+# (lam, alpha, N, D): outside max(bound, float64's error) by the factor
+_GRADED_WIDE_KNOWN = {
+    (1.0, 0.0, 12, 24): 1.7, (1.0, 0.0, 20, 21): 9.9, (0.9, 0.0, 12, 24): 1.3,
+    (0.9, 0.0, 20, 21): 3.6, (0.9, 1e-9, 12, 24): 2.1, (0.9, 1e-9, 20, 21): 2.3,
+    (1.0, 1e-9, 12, 24): 3.4, (1.0, 1e-9, 20, 21): 2.1e3,
+}
+
+
+def _graded_wide_cases():
+    for lam, alpha in [(1.0, 0.0), (0.9, 0.0), (0.9, 1e-9), (1.0, 1e-9)]:
+        for N, D in ((12, 24), (20, 21)):
+            marks = ()
+            if (lam, alpha, N, D) in _GRADED_WIDE_KNOWN:
+                marks = pytest.mark.xfail(strict=True, reason=(
+                    "known defect (issue 23, open): on wide windows of row blocks scaled 10^±3 "
+                    "with repeated rows, every route's predictions (also a fresh fit of the "
+                    "window) are further from the exact answer than float64 lstsq's and than "
+                    f"the bound, by up to {_GRADED_WIDE_KNOWN[lam, alpha, N, D]:g}× at some steps"))
+            yield pytest.param(N, D, lam, alpha, marks=marks)
+
+
+@pytest.mark.parametrize("N, D, lam, alpha", list(_graded_wide_cases()))
+def test_wide_graded_duplicated_windows_match_oracle_at_every_step(N, D, lam, alpha):
+    # the D > N counterpart of the test above, through the estimator's default solver
+    # (short-window and dual routes, their orthogonal fallbacks); without repeated rows
+    # every case is within the bound (checked while writing this test)
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+
+    Z, y = graded_stream("mixed_duplicated", 160, D)
+    reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam, alpha=alpha)
+    assert_exact_or_as_lstsq(prequential_predict(reg, Z, y), Z, y, N, lam, alpha)
