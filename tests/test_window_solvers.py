@@ -707,22 +707,31 @@ _GRADED_KNOWN = {  # (kind, lam, alpha, N): outside max(bound, float64's error) 
 }
 
 
+_GRADED_LAM_ALPHA = [(1.0, 0.0), (0.9, 0.0), (0.9, 1e-9), (1.0, 1e-9)]
+
+
+def _known_defects(cases, known, what):
+    """``cases`` as pytest params, those in ``known`` (their factor) strict expected failures."""
+    for case in cases:
+        marks = ()
+        if case in known:
+            marks = pytest.mark.xfail(strict=True, reason=(
+                f"known defect (issue 23, open): on {what}, predictions further from the exact "
+                "answer than float64 lstsq's and than the bound, by up to "
+                f"{known[case]:g}× at some steps"))
+        yield pytest.param(*case, marks=marks)
+
+
 def _graded_cases():
-    for kind in ("mixed", "mixed_duplicated"):
-        for lam, alpha in [(1.0, 0.0), (0.9, 0.0), (0.9, 1e-9), (1.0, 1e-9)]:
-            for N in (12, 40):  # D < N < 2D: SlidingQR's rows; N ≥ 2D: SlidingR
-                marks = ()
-                if (kind, lam, alpha, N) in _GRADED_KNOWN:
-                    marks = pytest.mark.xfail(strict=True, reason=(
-                        "known defect (issue 23, open): on windows of row blocks scaled 10^±3 with "
-                        "repeated rows, the slid orthogonal factors' predictions are further from the "
-                        "exact answer than float64 lstsq's and than the bound, by up to "
-                        f"{_GRADED_KNOWN[kind, lam, alpha, N]:g}× at some steps"))
-                yield pytest.param(N, lam, alpha, kind, marks=marks)
+    # N: D < N < 2D is SlidingQR's rows; N ≥ 2D SlidingR
+    cases = [(kind, lam, alpha, N) for kind in ("mixed", "mixed_duplicated")
+             for lam, alpha in _GRADED_LAM_ALPHA for N in (12, 40)]
+    yield from _known_defects(cases, _GRADED_KNOWN, "tall windows of row blocks scaled 10^±3 with "
+                              "repeated rows (the slid orthogonal factors)")
 
 
-@pytest.mark.parametrize("N, lam, alpha, kind", list(_graded_cases()))
-def test_primal_orthogonal_route_matches_oracle_at_every_step(N, lam, alpha, kind):
+@pytest.mark.parametrize("kind, lam, alpha, N", list(_graded_cases()))
+def test_primal_orthogonal_route_matches_oracle_at_every_step(kind, lam, alpha, N):
     # blocks of 3 rows scaled by 10^k, k in [-3, 3], with or without repeated rows: the
     # core of a block can be far lighter than its periphery (Woodbury's subtraction then
     # cancels, and probes through it cannot see that), and the tall window's orthogonal
@@ -749,20 +758,13 @@ _GRADED_WIDE_KNOWN = {
 
 
 def _graded_wide_cases():
-    for lam, alpha in [(1.0, 0.0), (0.9, 0.0), (0.9, 1e-9), (1.0, 1e-9)]:
-        for N, D in ((12, 24), (20, 21)):
-            marks = ()
-            if (lam, alpha, N, D) in _GRADED_WIDE_KNOWN:
-                marks = pytest.mark.xfail(strict=True, reason=(
-                    "known defect (issue 23, open): on wide windows of row blocks scaled 10^±3 "
-                    "with repeated rows, every route's predictions (also a fresh fit of the "
-                    "window) are further from the exact answer than float64 lstsq's and than "
-                    f"the bound, by up to {_GRADED_WIDE_KNOWN[lam, alpha, N, D]:g}× at some steps"))
-            yield pytest.param(N, D, lam, alpha, marks=marks)
+    cases = [(lam, alpha, N, D) for lam, alpha in _GRADED_LAM_ALPHA for N, D in ((12, 24), (20, 21))]
+    yield from _known_defects(cases, _GRADED_WIDE_KNOWN, "wide windows of row blocks scaled 10^±3 "
+                              "with repeated rows (every route, a fresh fit of the window too)")
 
 
-@pytest.mark.parametrize("N, D, lam, alpha", list(_graded_wide_cases()))
-def test_wide_graded_duplicated_windows_match_oracle_at_every_step(N, D, lam, alpha):
+@pytest.mark.parametrize("lam, alpha, N, D", list(_graded_wide_cases()))
+def test_wide_graded_duplicated_windows_match_oracle_at_every_step(lam, alpha, N, D):
     # the D > N counterpart of the test above, through the estimator's default solver
     # (short-window and dual routes, their orthogonal fallbacks); without repeated rows
     # every case is within the bound (checked while writing this test)
