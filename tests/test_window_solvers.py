@@ -10,7 +10,7 @@ from sklearn_orfit.abo._dual_solver import DualSolver
 from sklearn_orfit.abo._givens import GivensSolver, GivensWindow
 from sklearn_orfit.abo._primal_solver import PrimalSolver
 from sklearn_orfit.abo._window import WindowBuffer, normalise_rows
-from sklearn_orfit.abo._kernels import cholesky, lstsq_stack, solve_normal_stack
+from sklearn_orfit.abo._kernels import GELSD_MIN, cholesky, lstsq_stack, min_norm_solve, solve_normal_stack
 from sklearn_orfit.abo._window_solvers import SlidingQR, SlidingR
 
 EPS = np.finfo(np.float64).eps
@@ -210,6 +210,27 @@ def test_cholesky_estimates_the_inverse_norm(log_kappa):
     # refused: no usable factor, no finite estimate
     _, ok, inv_norm = cholesky(S.copy(), kappa_max=10.0 ** log_kappa / 100, inverse_norm=True)
     assert not ok and inv_norm == np.inf
+
+
+@pytest.mark.parametrize("k", [GELSD_MIN // 4, GELSD_MIN + 4])  # the SVD and the gelsd paths
+@pytest.mark.parametrize("graded", [False, True])
+def test_min_norm_solve_is_lstsq_with_its_cutoff(k, graded):
+    # a rank-deficient triangular factor of a window with more rows (n) than k: the
+    # cut-off is the window's, eps·max(n, D)·s₁, not the factor's own
+    rng = np.random.default_rng(k)
+    A = rng.normal(size=(3 * k, k))
+    A[:, -3:] = A[:, :3]  # rank k − 3
+    if graded:
+        A *= np.logspace(0, -20, k)  # singular values through the cut-off
+    R = np.linalg.qr(A, mode="r")
+    B = rng.normal(size=(3 * k, 2))
+    QtB = np.linalg.qr(A)[0].T @ B
+    got = min_norm_solve(R, QtB, n=3 * k, D=k)
+    want = np.linalg.lstsq(A, B, rcond=None)[0]
+    s = np.linalg.svd(A, compute_uv=False)
+    kept = s[s > EPS * 3 * k * s[0]]
+    tol = 100 * EPS * (kept[0] / kept[-1]) * np.abs(want).max()
+    assert np.abs(got - want).max() <= tol
 
 
 def test_normalise_rows_is_exact_at_every_scale():

@@ -18,7 +18,9 @@ will overwrite) and ``n_orthogonal``. Here:
 import numpy as np
 from scipy.linalg import lapack, qr, qr_delete, qr_insert, solve_triangular
 
-from ._kernels import EPS, lstsq_cutoff, lstsq_stack, pinv_factors, probes, ridge_from_factor, svd
+from ._kernels import (
+    EPS, lstsq_cutoff, lstsq_stack, min_norm_solve, pinv_factors, probes, ridge_from_factor, svd,
+)
 from ._window import WindowBuffer, normalise_rows
 
 __all__ = ["CoreBlockSolver", "ReferenceWindow", "SlidingQR", "SlidingR", "forgetting_block_size"]
@@ -397,6 +399,11 @@ class SlidingQR:
                     # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
                     return Q @ solve_triangular(R, Yw, trans="T", check_finite=False)
                 return solve_triangular(R, Q.T @ Yw, check_finite=False)
+        if alpha == 0.0:
+            # Ã = Rᵀ Qᵀ ⇒ β = Q pinv(Rᵀ) Ỹ;  Ã = Q R ⇒ β = pinv(R) Qᵀ Ỹ (Q: orthonormal columns)
+            if self.orientation == "columns":
+                return Q @ min_norm_solve(R.T, Yw, n=n_rows, D=D)
+            return min_norm_solve(R, Q.T @ Yw, n=n_rows, D=D)
         U, s, Vt = svd(R)
         f = pinv_factors(s, alpha=alpha, n=n_rows, D=D)
         if self.orientation == "columns":
@@ -530,9 +537,7 @@ class SlidingR:
         limit = 10 * D * (EPS if self.ridge_in_factor else lstsq_cutoff(1.0, n=self.n, D=D))
         if info == 0 and rcond > limit:
             return solve_triangular(R, d, check_finite=False)
-        U, s, Vt = svd(R)
-        f = pinv_factors(s, alpha=0.0, n=self.n + (D if self.ridge_in_factor else 0), D=D)
-        return Vt.T @ (f[:, None] * (U.T @ d))
+        return min_norm_solve(R, d, n=self.n + (D if self.ridge_in_factor else 0), D=D)
 
 
 # how a window is solved (see CoreBlockSolver)
