@@ -12,12 +12,27 @@ __all__ = ["fill_doc"]
 
 _PLACEHOLDER = re.compile(r"^([ \t]*)\{(\w+)\}[ \t]*$", flags=re.M)
 
-#: the ``n_features_in_`` and ``feature_names_in_`` entries of an estimator's Attributes
-FEATURES_IN = """\
-n_features_in_ : int
-    Number of features.
+#: the ``X`` and ``y`` entries of a call that learns a chunk of a stream
+STREAM_ROWS = """\
+X : array-like of shape (n_samples, n_features)
+    Rows in stream order.
+y : array-like of shape (n_samples,) or (n_samples, n_targets)
+    Targets."""
+
+#: the ``coef_`` entry of a linear streaming regressor's Attributes
+LINEAR_COEF = """\
+coef_ : ndarray of shape (n_features,) or (n_features, n_targets)
+    ``β`` after the last learned row."""
+
+#: the ``feature_names_in_`` entry of an estimator's Attributes
+FEATURE_NAMES_IN = """\
 feature_names_in_ : ndarray of shape (n_features_in_,)
     Names of the features, when ``X`` had string column names."""
+
+#: the same, for an estimator whose input features differ from those of its models
+INPUT_FEATURE_NAMES_IN = """\
+feature_names_in_ : ndarray of shape (n_features_in_,)
+    Names of the input features, when ``X`` had string column names."""
 
 #: the ``n_samples_seen_`` entry of a streaming estimator's Attributes
 SAMPLES_SEEN = """\
@@ -35,11 +50,20 @@ forgetting_factor : float, default=1.0
     ``λ`` in ``(0, 1]``; row ``i`` of the window ending at ``t`` has weight
     ``λ^(t−i)``."""
 
+#: the ``n_window_`` entry of a sliding-window estimator's Attributes
+N_WINDOW = """\
+n_window_ : int
+    Rows in the current window (``min(n_samples_seen_, window_size)``)."""
+
 _SHARED = {
-    "features_in": FEATURES_IN,
+    "stream_rows": STREAM_ROWS,
+    "linear_coef": LINEAR_COEF,
+    "feature_names_in": FEATURE_NAMES_IN,
+    "input_feature_names_in": INPUT_FEATURE_NAMES_IN,
     "samples_seen": SAMPLES_SEEN,
     "window_size": WINDOW_SIZE,
     "window_forgetting_factor": WINDOW_FORGETTING_FACTOR,
+    "n_window": N_WINDOW,
 }
 
 

@@ -19,6 +19,7 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._compat import Interval, _fit_context
+from ._docstrings import fill_doc
 from ._streaming._validation import check_one_row
 from ._streaming._base import (
     StreamLockMixin, _held, check_stream_params, record_stream_params, stream_update,
@@ -202,6 +203,7 @@ class _StreamingTransformerMixin(StreamLockMixin):
         check_stream_params(self)
 
 
+@fill_doc()
 class RecursiveStandardScaler(_StreamingTransformerMixin, OneToOneFeatureMixin,
                               TransformerMixin, BaseEstimator):
     """Streaming z-scoring: each row scaled with the mean and std of the stream before it.
@@ -233,12 +235,10 @@ class RecursiveStandardScaler(_StreamingTransformerMixin, OneToOneFeatureMixin,
     scale_ : ndarray of shape (n_features_in_,)
         The standard deviation (``sqrt(var_)`` where that is representable), with 1 for
         constant features; all ones when ``with_std=False``.
-    n_samples_seen_ : int
-        Rows learned since the last :meth:`fit` (reset by ``fit``).
+    {samples_seen}
     n_features_in_ : int
         Number of features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` had string column names.
+    {feature_names_in}
 
     See Also
     --------
@@ -548,6 +548,7 @@ _LAG_EXPECTED_FAILURES = {
 }
 
 
+@fill_doc()
 class LagTransformer(_StreamingTransformerMixin, TransformerMixin, BaseEstimator):
     """Past rows of the stream as features (``horizon`` steps back), kept across calls.
 
@@ -578,13 +579,11 @@ class LagTransformer(_StreamingTransformerMixin, TransformerMixin, BaseEstimator
     history_ : ndarray of shape (n_lags + horizon - 1, n_features_in_)
         The last ``n_lags + horizon − 1`` rows learned, oldest first (``fill_value``
         where the stream is shorter): the rows the lags of the next rows can reach.
-    n_samples_seen_ : int
-        Rows learned since the last :meth:`fit` (reset by ``fit``).
+    {samples_seen}
     n_features_in_ : int
         Number of input features ``d``; the output has ``n_lags · d`` columns, the most
         recent lag (``horizon``) of every feature first.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` had string column names.
+    {feature_names_in}
 
     See Also
     --------

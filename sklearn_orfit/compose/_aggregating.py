@@ -18,6 +18,7 @@ from sklearn.utils.parallel import Parallel, delayed
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _BaseComposition
+from .._docstrings import fill_doc
 from ._ensemble import _working_copy
 from ._pipeline import (
     StreamingPipeline, check_deep_params, record_deep_params, undo_on_rollback,
@@ -350,6 +351,7 @@ def _predict_task(*, estimator, X):
     return np.asarray(estimator.predict(X), dtype=np.float64)
 
 
+@fill_doc()
 class AggregatingRegressor(StreamingRegressorMixin, RegressorMixin, _BaseComposition):
     """Online aggregation of streaming experts (BOA, ML-Poly or EWA), predict-then-update.
 
@@ -418,10 +420,8 @@ class AggregatingRegressor(StreamingRegressorMixin, RegressorMixin, _BaseComposi
         the weights unchanged.
     n_features_in_ : int
         Number of input features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the input features, when ``X`` had string column names.
-    n_samples_seen_ : int
-        Rows learned since the last :meth:`fit` (reset by ``fit``).
+    {input_feature_names_in}
+    {samples_seen}
 
     See Also
     --------

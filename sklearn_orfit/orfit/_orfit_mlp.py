@@ -29,6 +29,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions
+from .._docstrings import fill_doc
 from ._orfit import _EPS, _ORFitMemoryMixin, _all_finite, _norm, _orthogonal_step
 from .._streaming._base import (
     VALIDATION_ATTRIBUTES, OneRowLearnMixin, StreamingRegressorMixin, clear_fitted_state,
@@ -52,6 +53,7 @@ _DERIVATIVES = {
 }
 
 
+@fill_doc()
 class ORFitMLPRegressor(
     _ORFitMemoryMixin, OneRowLearnMixin, StreamingRegressorMixin, RegressorMixin,
     BaseEstimator
@@ -120,8 +122,7 @@ class ORFitMLPRegressor(
         added (``"latest"``, ``"random"``).
     n_features_in_ : int
         Number of input features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` had string column names.
+    {feature_names_in}
     n_outputs_ : int
         Number of outputs ``c``.
     n_samples_seen_ : int
