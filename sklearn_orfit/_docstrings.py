@@ -12,10 +12,18 @@ __all__ = ["fill_doc"]
 
 _PLACEHOLDER = re.compile(r"^([ \t]*)\{(\w+)\}[ \t]*$", flags=re.M)
 
-#: the ``X`` and ``y`` entries of a call that learns a chunk of a stream
-STREAM_ROWS = """\
+#: the ``X`` entry of a call that reads the current state (no learning)
+ROWS = """\
 X : array-like of shape (n_samples, n_features)
-    Rows in stream order.
+    Rows."""
+
+#: the ``X`` entry of a call that learns a chunk of a stream
+STREAM_X = """\
+X : array-like of shape (n_samples, n_features)
+    Rows in stream order."""
+
+#: the ``X`` and ``y`` entries of a call that learns a chunk of a stream
+STREAM_ROWS = STREAM_X + """
 y : array-like of shape (n_samples,) or (n_samples, n_targets)
     Targets."""
 
@@ -56,6 +64,8 @@ n_window_ : int
     Rows in the current window (``min(n_samples_seen_, window_size)``)."""
 
 _SHARED = {
+    "rows": ROWS,
+    "stream_x": STREAM_X,
     "stream_rows": STREAM_ROWS,
     "linear_coef": LINEAR_COEF,
     "feature_names_in": FEATURE_NAMES_IN,

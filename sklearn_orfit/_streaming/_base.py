@@ -612,13 +612,13 @@ class PredictMixin:
     ``set_params``, ``predict`` uses the learned state or is refused, never a mix).
     """
 
+    @fill_doc()
     def predict(self, X):
         """Predict with the current state (no learning).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
+        {rows}
 
         Returns
         -------

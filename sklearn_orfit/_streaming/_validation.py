@@ -10,8 +10,22 @@ import numbers
 import numpy as np
 from scipy.linalg.blas import ddot, dnrm2
 from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-__all__ = ["check_fitted_fast", "check_numeric", "check_one_row", "check_one_target"]
+__all__ = [
+    "check_fitted_fast", "check_numeric", "check_one_row", "check_one_target", "check_rows",
+]
+
+
+def check_rows(estimator, X, *, dtype=np.float64):
+    """The rows of a call that reads a fitted estimator without learning.
+
+    ``NotFittedError`` before the first learning call; then ``X`` is checked against
+    the features the estimator was fitted on and converted (``validate_data`` with
+    ``reset=False``).
+    """
+    check_is_fitted(estimator)
+    return validate_data(estimator, X, reset=False, dtype=dtype)
 
 
 def check_one_row(x, *, n_features, dtype=np.float64, return_norm=False):

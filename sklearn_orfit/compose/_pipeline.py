@@ -46,6 +46,7 @@ from .._streaming._base import (
     stream_update,
 )
 from .._streaming._validation import accepts_keyword, check_numeric
+from .._docstrings import ROWS, fill_doc
 
 __all__ = ["StreamingPipeline", "make_streaming_pipeline"]
 
@@ -276,8 +277,7 @@ def _final_has(attr):
     return check
 
 
-_X_DOC = """X : array-like of shape (n_samples, n_features)
-    Rows."""
+_X_DOC = ROWS
 _FIT_DOC = """X : array-like of shape (n_samples, n_features)
     Rows in stream order (learned by :meth:`fit`, then applied).
 y : array-like or None, default=None
@@ -645,13 +645,13 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
 
     # ------------------------------------------------------------------ learning
     @_fit_context(prefer_skip_nested_validation=False)
+    @fill_doc()
     def fit(self, X, y=None, **params):
         """Reset, then learn the rows of ``X`` in order (as one :meth:`partial_fit`).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
+        {stream_x}
         y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
             Targets.
         **params : dict
@@ -668,13 +668,13 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         return self
 
     @_fit_context(prefer_skip_nested_validation=False)
+    @fill_doc()
     def partial_fit(self, X, y=None, **params):
         """Learn the rows of ``X`` in order, continuing the stream.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
+        {stream_x}
         y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
             Targets.
         **params : dict
@@ -690,13 +690,13 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
                     params=self._final_params("partial_fit", params))
         return self
 
+    @fill_doc()
     def prequential_predict(self, X, y, *, delay=0, sample_weight=None, **params):
         """Predict each row from the state learned on the rows before it, then learn it.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
+        {stream_x}
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Their targets.
         delay : int, default=0
