@@ -13,8 +13,18 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 __all__ = [
-    "check_fitted_fast", "check_numeric", "check_one_row", "check_one_target", "check_rows",
+    "as_float64", "check_fitted_fast", "check_numeric", "check_one_row", "check_one_target",
+    "check_rows",
 ]
+
+
+def as_float64(a, what):
+    """``a`` as a float64 array; when numpy cannot convert it, ``ValueError`` with the
+    message ``"<what>: <numpy's reason>"`` (and no chained traceback)."""
+    try:
+        return np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what}: {exc}") from None
 
 
 def check_rows(estimator, X, *, dtype=np.float64):

@@ -45,7 +45,7 @@ from .._streaming._base import (
     on_rollback,
     stream_update,
 )
-from .._streaming._validation import accepts_keyword, check_numeric
+from .._streaming._validation import accepts_keyword, as_float64, check_numeric
 from .._docstrings import ROWS, fill_doc
 
 __all__ = ["StreamingPipeline", "make_streaming_pipeline"]
@@ -1001,10 +1001,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
             # the stream's target shape, once the final estimator has one
             continuing = "_n_targets" in final.__dict__  # set by the first learning call
             check_target_shape(final, y, reset=not continuing)
-            try:
-                y_arr = np.asarray(y, dtype=np.float64)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"y cannot be converted to float64 numbers: {exc}") from None
+            y_arr = as_float64(y, "y cannot be converted to float64 numbers")
             if not np.all(np.isfinite(y_arr)):
                 raise ValueError("y contains NaN or infinity.")
         else:
