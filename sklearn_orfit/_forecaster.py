@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, _fit_context
 from ._streaming._base import StreamLockMixin, _held, rollback_on_error
+from ._streaming._validation import as_float64
 from .compose._pipeline import StreamingPipeline, make_streaming_pipeline
 from .abo._qr_ewrls import QREWRLSRegressor
 from .abo._rff import RandomFourierFeatures
@@ -581,10 +582,7 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         index = y.index if _is_pandas(y) else None
         if not first and self._pandas != (index is not None):
             raise ValueError("update with the same kind of y as fit (pandas or numpy).")
-        try:
-            yv = np.asarray(y, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"y cannot be converted to float64 numbers: {exc}") from None
+        yv = as_float64(y, "y cannot be converted to float64 numbers")
         if yv.ndim == 2 and yv.shape[1] == 1:
             yv = yv[:, 0]
         if yv.ndim != 1:
@@ -608,10 +606,7 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
                     and list(X.columns) != self._columns:
                 raise ValueError(f"X's columns {list(X.columns)} are not those of the "
                                  f"stream {self._columns}.")
-            try:
-                Xv = np.asarray(X, dtype=np.float64)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"X cannot be converted to float64: {exc}") from None
+            Xv = as_float64(X, "X cannot be converted to float64")
             if Xv.ndim == 1:
                 Xv = Xv[:, None]
             if Xv.ndim != 2 or Xv.shape[1] != self.n_exog_:

@@ -22,6 +22,7 @@ import numbers
 
 import numpy as np
 
+from ._docstrings import fill_doc
 from ._streaming._validation import check_numeric
 
 __all__ = [
@@ -38,6 +39,24 @@ __all__ = [
 ]
 
 _MULTIOUTPUT = ("uniform_average", "raw_values")
+
+# the docstring blocks the error functions share (see fill_doc)
+_fill_doc = fill_doc(
+    y_true_y_pred="""\
+y_true : array-like of shape (n_samples,) or (n_samples, n_outputs)
+    Targets, in stream order.
+y_pred : array-like of the same shape
+    Prequential predictions.""",
+    multioutput="""\
+multioutput : {"uniform_average", "raw_values"}, default="uniform_average"
+    With several outputs: average the per-output values, or return them all.""",
+    abo_reference="""\
+ABO: "Adaptive Benign Overfitting (ABO): Overparameterized RLS for Online Learning
+in Non-stationary Time-series", §3.3.""",
+    hyndman_koehler="""\
+R. J. Hyndman and A. B. Koehler, "Another look at measures of forecast accuracy",
+International Journal of Forecasting 22(4), 679–688, 2006.""",
+)
 
 # Scores are reported in the series' units squared (ResMSE) and to the fourth power
 # (ResVAR); beyond this magnitude the fourth powers of the errors leave float64.
@@ -163,17 +182,14 @@ def _check_int(value, name, *, allow_none=False):
     return int(value)
 
 
+@_fill_doc
 def res_mse(y_true, y_pred, *, multioutput="uniform_average"):
     """Residual mean squared error: the mean of ``(y_t − ŷ_t)²`` over the stream.
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,) or (n_samples, n_outputs)
-        Targets, in stream order.
-    y_pred : array-like of the same shape
-        Prequential predictions.
-    multioutput : {"uniform_average", "raw_values"}, default="uniform_average"
-        With several outputs: average the per-output values, or return them all.
+    {y_true_y_pred}
+    {multioutput}
 
     Returns
     -------
@@ -193,8 +209,7 @@ def res_mse(y_true, y_pred, *, multioutput="uniform_average"):
 
     References
     ----------
-    ABO: "Adaptive Benign Overfitting (ABO): Overparameterized RLS for Online Learning
-    in Non-stationary Time-series", §3.3.
+    {abo_reference}
 
     Examples
     --------
@@ -206,6 +221,7 @@ def res_mse(y_true, y_pred, *, multioutput="uniform_average"):
     return _reduce(np.mean(e * e, axis=0), multioutput)
 
 
+@_fill_doc
 def res_var(y_true, y_pred, *, multioutput="uniform_average"):
     """Residual variance: the sample variance (``n − 1``) of the squared errors.
 
@@ -218,8 +234,7 @@ def res_var(y_true, y_pred, *, multioutput="uniform_average"):
         Targets, in stream order; at least two rows.
     y_pred : array-like of the same shape
         Prequential predictions.
-    multioutput : {"uniform_average", "raw_values"}, default="uniform_average"
-        With several outputs: average the per-output values, or return them all.
+    {multioutput}
 
     Returns
     -------
@@ -237,8 +252,7 @@ def res_var(y_true, y_pred, *, multioutput="uniform_average"):
 
     References
     ----------
-    ABO: "Adaptive Benign Overfitting (ABO): Overparameterized RLS for Online Learning
-    in Non-stationary Time-series", §3.3.
+    {abo_reference}
 
     Examples
     --------
@@ -252,6 +266,7 @@ def res_var(y_true, y_pred, *, multioutput="uniform_average"):
     return _reduce(np.var(e * e, axis=0, ddof=1), multioutput)
 
 
+@_fill_doc
 def residual_statistics(y_true, y_pred):
     """Mean and sample variance of the absolute residuals ``r_t = |y_t − ŷ_t|``.
 
@@ -278,8 +293,7 @@ def residual_statistics(y_true, y_pred):
 
     References
     ----------
-    ABO: "Adaptive Benign Overfitting (ABO): Overparameterized RLS for Online Learning
-    in Non-stationary Time-series", §3.3.
+    {abo_reference}
 
     Examples
     --------
@@ -301,6 +315,7 @@ def residual_statistics(y_true, y_pred):
     }
 
 
+@_fill_doc
 def root_mean_squared_error(
     y_true, y_pred, *, sample_weight=None, multioutput="uniform_average"
 ):
@@ -308,10 +323,7 @@ def root_mean_squared_error(
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,) or (n_samples, n_outputs)
-        Targets, in stream order.
-    y_pred : array-like of the same shape
-        Prequential predictions.
+    {y_true_y_pred}
     sample_weight : array-like of shape (n_samples,), default=None
         Weights of the rows (finite, >= 0, not all zero): the mean over the rows is
         ``Σ_t w_t (y_t − ŷ_t)² / Σ_t w_t``. ``None``: every row weighs 1.
@@ -355,15 +367,13 @@ def root_mean_squared_error(
     return _reduce_outputs(np.sqrt(_weighted_average(e * e, sample_weight)), multioutput)
 
 
+@_fill_doc
 def mean_absolute_error(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average"):
     """Mean absolute error: ``mean_t |y_t − ŷ_t|``, per output.
 
     Parameters
     ----------
-    y_true : array-like of shape (n_samples,) or (n_samples, n_outputs)
-        Targets, in stream order.
-    y_pred : array-like of the same shape
-        Prequential predictions.
+    {y_true_y_pred}
     sample_weight : array-like of shape (n_samples,), default=None
         Weights of the rows (finite, >= 0, not all zero): the mean over the rows is
         ``Σ_t w_t |y_t − ŷ_t| / Σ_t w_t``. ``None``: every row weighs 1.
@@ -410,6 +420,7 @@ def _lag(season, horizon):
     return season * (-(-horizon // season))
 
 
+@_fill_doc
 def naive_forecast(series, *, season=1, horizon=1):
     """Seasonal-naive forecast of each value of a series, made ``horizon`` steps earlier.
 
@@ -448,8 +459,7 @@ def naive_forecast(series, *, season=1, horizon=1):
 
     References
     ----------
-    R. J. Hyndman and A. B. Koehler, "Another look at measures of forecast accuracy",
-    International Journal of Forecasting 22(4), 679–688, 2006.
+    {hyndman_koehler}
 
     Examples
     --------
@@ -507,6 +517,7 @@ def _mase(y_true, e, season, y_train):
     return np.mean(np.abs(e), axis=0) / scale, None
 
 
+@_fill_doc
 def mean_absolute_scaled_error(
     y_true, y_pred, *, season=1, y_train=None, multioutput="uniform_average"
 ):
@@ -560,8 +571,7 @@ def mean_absolute_scaled_error(
 
     References
     ----------
-    R. J. Hyndman and A. B. Koehler, "Another look at measures of forecast accuracy",
-    International Journal of Forecasting 22(4), 679–688, 2006.
+    {hyndman_koehler}
 
     Examples
     --------
@@ -608,6 +618,7 @@ def _skill(y_true, e, y_reference, metric):
     return 1.0 - model / reference, None
 
 
+@_fill_doc
 def skill_score(y_true, y_pred, y_reference, *, metric="mse"):
     """Skill of forecasts relative to reference forecasts: ``1 − metric / metric_ref``.
 
@@ -654,8 +665,7 @@ def skill_score(y_true, y_pred, y_reference, *, metric="mse"):
 
     References
     ----------
-    R. J. Hyndman and A. B. Koehler, "Another look at measures of forecast accuracy",
-    International Journal of Forecasting 22(4), 679–688, 2006.
+    {hyndman_koehler}
 
     Examples
     --------
@@ -803,6 +813,7 @@ def _summary(last, last_reason, season, seasonal, seasonal_reason):
     return f"The model {_VERBS[v1]} {c1} but {_VERBS[v2]} {c2}."
 
 
+@_fill_doc
 def forecast_scores(y_true, y_pred, *, season=None, horizon=1, y_train=None):
     """Forecast accuracy of one target, against naive forecasts, with a verdict.
 
@@ -871,11 +882,9 @@ def forecast_scores(y_true, y_pred, *, season=None, horizon=1, y_train=None):
 
     References
     ----------
-    ABO: "Adaptive Benign Overfitting (ABO): Overparameterized RLS for Online Learning
-    in Non-stationary Time-series", §3.3.
+    {abo_reference}
 
-    R. J. Hyndman and A. B. Koehler, "Another look at measures of forecast accuracy",
-    International Journal of Forecasting 22(4), 679–688, 2006.
+    {hyndman_koehler}
 
     Examples
     --------

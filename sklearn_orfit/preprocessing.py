@@ -19,7 +19,8 @@ from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._compat import Interval, _fit_context
-from ._streaming._validation import check_one_row
+from ._docstrings import fill_doc
+from ._streaming._validation import check_one_row, check_rows
 from ._streaming._base import (
     StreamLockMixin, _held, check_stream_params, record_stream_params, stream_update,
 )
@@ -141,13 +142,13 @@ class _StreamingTransformerMixin(StreamLockMixin):
 
     @_fit_context(prefer_skip_nested_validation=True)
     @_all_or_nothing
+    @fill_doc()
     def fit(self, X, y=None):
         """Reset, then learn the rows of ``X`` as the start of a stream.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
+        {stream_x}
         y : None
             Ignored.
 
@@ -202,6 +203,7 @@ class _StreamingTransformerMixin(StreamLockMixin):
         check_stream_params(self)
 
 
+@fill_doc()
 class RecursiveStandardScaler(_StreamingTransformerMixin, OneToOneFeatureMixin,
                               TransformerMixin, BaseEstimator):
     """Streaming z-scoring: each row scaled with the mean and std of the stream before it.
@@ -233,12 +235,10 @@ class RecursiveStandardScaler(_StreamingTransformerMixin, OneToOneFeatureMixin,
     scale_ : ndarray of shape (n_features_in_,)
         The standard deviation (``sqrt(var_)`` where that is representable), with 1 for
         constant features; all ones when ``with_std=False``.
-    n_samples_seen_ : int
-        Rows learned since the last :meth:`fit` (reset by ``fit``).
+    {samples_seen}
     n_features_in_ : int
         Number of features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` had string column names.
+    {feature_names_in}
 
     See Also
     --------
@@ -377,21 +377,20 @@ class RecursiveStandardScaler(_StreamingTransformerMixin, OneToOneFeatureMixin,
         return n0 + b, mean_incl[-1], m2_incl[-1]
 
     # ------------------------------------------------------------------ applying
+    @fill_doc()
     def transform(self, X):
         """Scale with the current statistics (no update).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
+        {rows}
 
         Returns
         -------
         X_scaled : ndarray of shape (n_samples, n_features)
             ``(X − mean_) / scale_`` (without the parts switched off).
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = check_rows(self, X)
         with _held(self):  # the statistics of one call boundary, not of a write under way
             # in units 2^e of each column (exact): X − mean_ cannot overflow needlessly
             e, mean_s, var_s = self._scaled_statistics()
@@ -432,8 +431,7 @@ class RecursiveStandardScaler(_StreamingTransformerMixin, OneToOneFeatureMixin,
         X_original : ndarray of shape (n_samples, n_features)
             ``X · scale_ + mean_`` (without the parts switched off).
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = check_rows(self, X)
         with _held(self), np.errstate(over="ignore"):  # one call boundary's statistics
             e, mean_s, _ = self._scaled_statistics()
             Xt = X * _pow2(self._scale, -e) if self.with_std else _pow2(X, -e)
@@ -548,6 +546,7 @@ _LAG_EXPECTED_FAILURES = {
 }
 
 
+@fill_doc()
 class LagTransformer(_StreamingTransformerMixin, TransformerMixin, BaseEstimator):
     """Past rows of the stream as features (``horizon`` steps back), kept across calls.
 
@@ -578,13 +577,11 @@ class LagTransformer(_StreamingTransformerMixin, TransformerMixin, BaseEstimator
     history_ : ndarray of shape (n_lags + horizon - 1, n_features_in_)
         The last ``n_lags + horizon − 1`` rows learned, oldest first (``fill_value``
         where the stream is shorter): the rows the lags of the next rows can reach.
-    n_samples_seen_ : int
-        Rows learned since the last :meth:`fit` (reset by ``fit``).
+    {samples_seen}
     n_features_in_ : int
         Number of input features ``d``; the output has ``n_lags · d`` columns, the most
         recent lag (``horizon``) of every feature first.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` had string column names.
+    {feature_names_in}
 
     See Also
     --------

@@ -2,6 +2,7 @@
 and output calls of regressors and transformers alike, line-level interruptions, and
 estimators that fail on demand (traps) or update a large state in place."""
 
+import contextvars
 import copy
 import pickle
 import sys
@@ -100,9 +101,13 @@ def run_traced(call, k, exc, prefix):
     but did not come out was swallowed, which is an error.
     """
     tracer = RaiseAtLine(k, exc, prefix)
+    # in a copy of the context: an exception injected into a cleanup line (the ``finally``
+    # of the update template, before it resets the learning call in progress) must not
+    # leave that call set for the tests run after this one in the same thread
+    context = contextvars.copy_context()
     sys.settrace(tracer)
     try:
-        call()
+        context.run(call)
     finally:
         sys.settrace(None)
     assert not tracer.fired, f"the exception injected at {tracer.fired} was swallowed"

@@ -27,6 +27,7 @@ from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import _check_sample_weight, _fit_context
+from .._docstrings import fill_doc
 from ._validation import check_fitted_fast, check_numeric, check_one_row, check_one_target
 from ..utils.estimator_checks import expected_failed_checks
 
@@ -513,6 +514,7 @@ def _restore_attributes(estimator, saved):
     estimator.__dict__.update(saved)
 
 
+@fill_doc()
 def validate_stream(estimator, X, y, *, reset):
     """Validate one chunk of a stream.
 
@@ -521,10 +523,7 @@ def validate_stream(estimator, X, y, *, reset):
     estimator : estimator
         The streaming estimator; ``n_features_in_`` is set when ``reset`` and checked
         otherwise, and ``estimator._n_targets`` (``None`` for a 1-D target) is checked.
-    X : array-like of shape (n_samples, n_features)
-        Rows in stream order.
-    y : array-like of shape (n_samples,) or (n_samples, n_targets)
-        Targets.
+    {stream_rows}
     reset : bool
         Whether this chunk starts a new stream.
 
@@ -613,13 +612,13 @@ class PredictMixin:
     ``set_params``, ``predict`` uses the learned state or is refused, never a mix).
     """
 
+    @fill_doc()
     def predict(self, X):
         """Predict with the current state (no learning).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
+        {rows}
 
         Returns
         -------
@@ -966,15 +965,13 @@ class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc()
     def fit(self, X, y, sample_weight=None):
         """Reset, then learn the rows of ``X`` in order.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
+        {stream_rows}
         sample_weight : float or array-like of shape (n_samples,), default=None
             Per-row weights ``w_i >= 0`` (a scalar is broadcast), multiplying each row's
             term of the objective (see the class Notes; a composite model passes them to
@@ -989,15 +986,13 @@ class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc()
     def partial_fit(self, X, y, sample_weight=None):
         """Learn the rows of ``X`` in order, continuing the stream.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
+        {stream_rows}
         sample_weight : float or array-like of shape (n_samples,), default=None
             Per-row weights ``w_i >= 0`` (see :meth:`fit`).
 
@@ -1010,15 +1005,13 @@ class StreamingRegressorMixin(StreamLockMixin, PredictMixin):
         return self
 
     @_fit_context(prefer_skip_nested_validation=True)
+    @fill_doc()
     def prequential_predict(self, X, y, *, delay=0, sample_weight=None):
         """Predict each row from the state before it, then learn it (vectorised).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
-        y : array-like of shape (n_samples,) or (n_samples, n_targets)
-            Targets.
+        {stream_rows}
         delay : int, default=0
             Labels arrive ``delay`` rows late: ``y_pred[i]`` is made by the state that
             has learned rows ``< i − delay`` of this call (see

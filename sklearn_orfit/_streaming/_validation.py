@@ -10,8 +10,32 @@ import numbers
 import numpy as np
 from scipy.linalg.blas import ddot, dnrm2
 from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-__all__ = ["check_fitted_fast", "check_numeric", "check_one_row", "check_one_target"]
+__all__ = [
+    "as_float64", "check_fitted_fast", "check_numeric", "check_one_row", "check_one_target",
+    "check_rows",
+]
+
+
+def as_float64(a, what):
+    """``a`` as a float64 array; when numpy cannot convert it, ``ValueError`` with the
+    message ``"<what>: <numpy's reason>"`` (and no chained traceback)."""
+    try:
+        return np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what}: {exc}") from None
+
+
+def check_rows(estimator, X, *, dtype=np.float64):
+    """The rows of a call that reads a fitted estimator without learning.
+
+    ``NotFittedError`` before the first learning call; then ``X`` is checked against
+    the features the estimator was fitted on and converted (``validate_data`` with
+    ``reset=False``).
+    """
+    check_is_fitted(estimator)
+    return validate_data(estimator, X, reset=False, dtype=dtype)
 
 
 def check_one_row(x, *, n_features, dtype=np.float64, return_norm=False):

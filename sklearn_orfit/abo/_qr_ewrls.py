@@ -12,6 +12,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._compat import Interval, StrOptions
+from .._docstrings import fill_doc
 from ._batch_solver import BatchSolver
 from ._dual_solver import DualSolver
 from ._givens import GivensSolver
@@ -35,6 +36,7 @@ from ._window_solvers import inert_rows, update_rows
 __all__ = ["QREWRLSRegressor"]
 
 
+@fill_doc()
 class QREWRLSRegressor(
     OneRowLearnMixin, OneRowPredictMixin, LinearPredictMixin, StreamingRegressorMixin,
     RegressorMixin, BaseEstimator
@@ -54,11 +56,8 @@ class QREWRLSRegressor(
 
     Parameters
     ----------
-    window_size : int, default=20
-        ``N``, the number of most recent rows the solution is fitted on.
-    forgetting_factor : float, default=1.0
-        ``λ`` in ``(0, 1]``; row ``i`` of the window ending at ``t`` has weight
-        ``λ^(t−i)``.
+    {window_size}
+    {window_forgetting_factor}
     alpha : float, default=0.0
         Ridge penalty ``α ≥ 0`` (not forgotten). ``0`` gives the minimum-norm solution.
     solver : {"auto", "svd", "givens"}, default="auto"
@@ -101,16 +100,12 @@ class QREWRLSRegressor(
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,) or (n_features, n_targets)
-        ``β`` after the last learned row.
+    {linear_coef}
     n_features_in_ : int
         Number of features ``D``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` had string column names.
-    n_samples_seen_ : int
-        Rows learned since the last :meth:`fit` (reset by ``fit``).
-    n_window_ : int
-        Rows in the current window (``min(n_samples_seen_, window_size)``).
+    {feature_names_in}
+    {samples_seen}
+    {n_window}
     n_orthogonal_windows_ : int
         Windows of the ``"auto"`` solver that were sent to the orthogonal route since the
         last :meth:`fit` (ill-conditioned or rank-deficient windows).

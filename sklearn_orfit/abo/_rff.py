@@ -12,12 +12,14 @@ from sklearn.kernel_approximation import RBFSampler
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, _fit_context
+from .._docstrings import fill_doc
 from .._streaming._base import StreamLockMixin, record_stream_params, stream_update
-from .._streaming._validation import check_numeric, check_one_row
+from .._streaming._validation import check_numeric, check_one_row, check_rows
 
 __all__ = ["RandomFourierFeatures"]
 
 
+@fill_doc()
 class RandomFourierFeatures(
     StreamLockMixin, ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseEstimator
 ):
@@ -53,8 +55,7 @@ class RandomFourierFeatures(
         The phases ``b``, float64.
     n_features_in_ : int
         Number of input features ``d``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the input features, when ``X`` had string column names.
+    {input_feature_names_in}
 
     See Also
     --------
@@ -191,8 +192,7 @@ class RandomFourierFeatures(
         Z : ndarray of shape (n_samples, n_components)
             ``sqrt(2/D) · cos(X A + b)``, in the dtype of ``X`` (float32 or float64).
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = check_rows(self, X, dtype=[np.float64, np.float32])
         return self._map(X)
 
     def _map(self, X):

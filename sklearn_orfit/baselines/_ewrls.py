@@ -7,6 +7,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, RegressorMixin
 
 from .._compat import Interval
+from .._docstrings import fill_doc
 from .._streaming._base import (
     VALIDATION_ATTRIBUTES, LinearPredictMixin, StreamingRegressorMixin, clear_fitted_state,
 )
@@ -14,6 +15,7 @@ from .._streaming._base import (
 __all__ = ["EWRLSRegressor"]
 
 
+@fill_doc()
 class EWRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Exponentially weighted recursive least squares in covariance (``P``-matrix) form.
 
@@ -49,17 +51,14 @@ class EWRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixin
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,) or (n_features, n_targets)
-        ``β`` after the last learned row.
+    {linear_coef}
     inverse_gram_ : ndarray of shape (n_features, n_features)
         ``P`` as carried by the recursion (equal to the inverse above in exact arithmetic;
         not symmetrised).
     n_features_in_ : int
         Number of features ``D``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` had string column names.
-    n_samples_seen_ : int
-        Rows learned since the last :meth:`fit` (reset by ``fit``).
+    {feature_names_in}
+    {samples_seen}
 
     See Also
     --------

@@ -10,6 +10,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._compat import Interval, _threadpool_controller_decorator
+from .._docstrings import fill_doc
 from .._streaming._base import (
     VALIDATION_ATTRIBUTES, LinearPredictMixin, StreamingRegressorMixin, clear_fitted_state,
 )
@@ -17,6 +18,7 @@ from .._streaming._base import (
 __all__ = ["QRDRLSRegressor"]
 
 
+@fill_doc()
 class QRDRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Sliding-window ridge least squares with a QR-updated triangular factor (QRD-RLS).
 
@@ -36,28 +38,21 @@ class QRDRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixi
 
     Parameters
     ----------
-    window_size : int, default=20
-        ``N``, the number of most recent rows the solution is fitted on.
+    {window_size}
     alpha : float, default=1e-2
         Ridge penalty ``α > 0`` (constant: it is not forgotten). It keeps every window's
         factor invertible, which the downdate needs. For the unregularised minimum-norm
         solution use :class:`QREWRLSRegressor`.
-    forgetting_factor : float, default=1.0
-        ``λ`` in ``(0, 1]``; row ``i`` of the window ending at ``t`` has weight
-        ``λ^(t−i)``.
+    {window_forgetting_factor}
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,) or (n_features, n_targets)
-        ``β`` after the last learned row.
+    {linear_coef}
     n_features_in_ : int
         Number of features ``d``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` had string column names.
-    n_samples_seen_ : int
-        Rows learned since the last :meth:`fit` (reset by ``fit``).
-    n_window_ : int
-        Rows in the current window (``min(n_samples_seen_, window_size)``).
+    {feature_names_in}
+    {samples_seen}
+    {n_window}
     n_refactorizations_ : int
         Downdates that rounding made indefinite and that were replaced by a
         factorisation of the window from scratch, since the last :meth:`fit`.

@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._compat import Interval
+from .._docstrings import fill_doc
 from .._streaming._base import (
     VALIDATION_ATTRIBUTES, StreamingRegressorMixin, check_stream_params, clear_fitted_state,
     on_rollback,
@@ -40,6 +41,7 @@ _SAFE_LENGTH_SCALE = (2.0**-250, 2.0**250)
 _GRAM_MAX_SQ_NORM = 1e4
 
 
+@fill_doc()
 class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Sliding-window kernel recursive least squares (SW-KRLS) with a Gaussian kernel.
 
@@ -74,10 +76,8 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     ----------
     n_features_in_ : int
         Number of input features ``d``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` had string column names.
-    n_samples_seen_ : int
-        Rows learned since the last :meth:`fit` (reset by ``fit``).
+    {feature_names_in}
+    {samples_seen}
     n_window_ : int
         Rows in the current window, ``n = min(n_samples_seen_, window_size)``.
     X_window_ : ndarray of shape (n_window_, n_features_in_)

@@ -15,14 +15,15 @@ from joblib import effective_n_jobs
 from sklearn.base import RegressorMixin, clone
 from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.parallel import Parallel, delayed
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions, _BaseComposition
+from .._docstrings import fill_doc
 from ._ensemble import _working_copy
 from ._pipeline import (
     StreamingPipeline, check_deep_params, record_deep_params, undo_on_rollback,
 )
 from .._streaming._prequential import prequential_predict as _prequential_predict
+from .._streaming._validation import check_rows
 from ..abo._qr_ewrls import QREWRLSRegressor
 from ..abo._rff import RandomFourierFeatures
 from .._streaming._base import (
@@ -350,6 +351,7 @@ def _predict_task(*, estimator, X):
     return np.asarray(estimator.predict(X), dtype=np.float64)
 
 
+@fill_doc()
 class AggregatingRegressor(StreamingRegressorMixin, RegressorMixin, _BaseComposition):
     """Online aggregation of streaming experts (BOA, ML-Poly or EWA), predict-then-update.
 
@@ -418,10 +420,8 @@ class AggregatingRegressor(StreamingRegressorMixin, RegressorMixin, _BaseComposi
         the weights unchanged.
     n_features_in_ : int
         Number of input features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the input features, when ``X`` had string column names.
-    n_samples_seen_ : int
-        Rows learned since the last :meth:`fit` (reset by ``fit``).
+    {input_feature_names_in}
+    {samples_seen}
 
     See Also
     --------
@@ -567,21 +567,20 @@ class AggregatingRegressor(StreamingRegressorMixin, RegressorMixin, _BaseComposi
         # Σ_k p_k x_k, summed over the expert axis
         return np.einsum("nkt,k->nt", self._expert_predictions(X), self.weights_)
 
+    @fill_doc()
     def predict_experts(self, X):
         """Every expert's prediction (no learning).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
+        {rows}
 
         Returns
         -------
         P : ndarray of shape (n_samples, K) or (n_samples, K, n_targets)
             Column ``k``: expert ``k``'s prediction.
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = check_rows(self, X)
         # every expert at the same call boundary (the sequential path learns into the
         # experts in place before it commits): read under the lock, never creating it
         with _held(self):

@@ -10,6 +10,7 @@ from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.parallel import Parallel, delayed
 
 from .._compat import HasMethods, Interval
+from .._docstrings import fill_doc
 from ._pipeline import check_deep_params, record_deep_params
 from .._streaming._prequential import prequential_predict as _prequential_predict
 from .._streaming._validation import accepts_keyword
@@ -134,6 +135,7 @@ def _sub_map(*, features, columns, X_probe):
     return sub
 
 
+@fill_doc()
 class FeaturePartitionEnsemble(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """Average of streaming models, each fitted on one block of one random-feature draw.
 
@@ -196,10 +198,8 @@ class FeaturePartitionEnsemble(StreamingRegressorMixin, RegressorMixin, BaseEsti
         The fitted estimator of each block.
     n_features_in_ : int
         Number of input features ``d``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the input features, when ``X`` had string column names.
-    n_samples_seen_ : int
-        Rows learned since the last :meth:`fit` (reset by ``fit``).
+    {input_feature_names_in}
+    {samples_seen}
 
     See Also
     --------

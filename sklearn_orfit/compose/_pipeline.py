@@ -45,7 +45,8 @@ from .._streaming._base import (
     on_rollback,
     stream_update,
 )
-from .._streaming._validation import accepts_keyword, check_numeric
+from .._streaming._validation import accepts_keyword, as_float64, check_numeric
+from .._docstrings import ROWS, fill_doc
 
 __all__ = ["StreamingPipeline", "make_streaming_pipeline"]
 
@@ -276,8 +277,7 @@ def _final_has(attr):
     return check
 
 
-_X_DOC = """X : array-like of shape (n_samples, n_features)
-    Rows."""
+_X_DOC = ROWS
 _FIT_DOC = """X : array-like of shape (n_samples, n_features)
     Rows in stream order (learned by :meth:`fit`, then applied).
 y : array-like or None, default=None
@@ -645,13 +645,13 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
 
     # ------------------------------------------------------------------ learning
     @_fit_context(prefer_skip_nested_validation=False)
+    @fill_doc()
     def fit(self, X, y=None, **params):
         """Reset, then learn the rows of ``X`` in order (as one :meth:`partial_fit`).
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
+        {stream_x}
         y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
             Targets.
         **params : dict
@@ -668,13 +668,13 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
         return self
 
     @_fit_context(prefer_skip_nested_validation=False)
+    @fill_doc()
     def partial_fit(self, X, y=None, **params):
         """Learn the rows of ``X`` in order, continuing the stream.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
+        {stream_x}
         y : array-like of shape (n_samples,) or (n_samples, n_targets), default=None
             Targets.
         **params : dict
@@ -690,13 +690,13 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
                     params=self._final_params("partial_fit", params))
         return self
 
+    @fill_doc()
     def prequential_predict(self, X, y, *, delay=0, sample_weight=None, **params):
         """Predict each row from the state learned on the rows before it, then learn it.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows in stream order.
+        {stream_x}
         y : array-like of shape (n_samples,) or (n_samples, n_targets)
             Their targets.
         delay : int, default=0
@@ -1001,10 +1001,7 @@ class StreamingPipeline(StreamLockMixin, Pipeline):
             # the stream's target shape, once the final estimator has one
             continuing = "_n_targets" in final.__dict__  # set by the first learning call
             check_target_shape(final, y, reset=not continuing)
-            try:
-                y_arr = np.asarray(y, dtype=np.float64)
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"y cannot be converted to float64 numbers: {exc}") from None
+            y_arr = as_float64(y, "y cannot be converted to float64 numbers")
             if not np.all(np.isfinite(y_arr)):
                 raise ValueError("y contains NaN or infinity.")
         else:

@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.utils import get_tags
 
 from .._compat import HasMethods
+from .._docstrings import fill_doc
 from ._pipeline import (
     changed_stream_params,
     check_deep_params,
@@ -70,6 +71,7 @@ def _map_back(P, mean, scale):
     return Y
 
 
+@fill_doc()
 class StreamingTransformedTargetRegressor(StreamingRegressorMixin, RegressorMixin, BaseEstimator):
     """A streaming regressor on a recursively standardised target (no look-ahead).
 
@@ -113,8 +115,7 @@ class StreamingTransformedTargetRegressor(StreamingRegressorMixin, RegressorMixi
         Rows learned since the last :meth:`fit`.
     n_features_in_ : int
         Number of features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` had string column names.
+    {feature_names_in}
 
     See Also
     --------

@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._compat import Interval, validate_params
+from .._streaming._validation import as_float64
 
 __all__ = ["make_abo_series", "make_lagged"]
 
@@ -127,10 +128,7 @@ def make_lagged(series, n_lags, *, horizon=1, exog=None):
     >>> y  # series[t + 2]
     array([3., 4., 5.])
     """
-    try:
-        series = np.asarray(series, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"series must be numeric: {exc}") from None
+    series = as_float64(series, "series must be numeric")
     if series.ndim != 1:
         raise ValueError(f"series must be 1-D, got shape {series.shape}.")
     n_lags = int(n_lags)
@@ -160,10 +158,7 @@ def make_lagged(series, n_lags, *, horizon=1, exog=None):
 
 def _check_exog(exog, n_samples):
     """``exog`` as a finite float64 array of shape ``(n_samples, n_exog)``."""
-    try:
-        exog = np.asarray(exog, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"exog must be numeric: {exc}") from None
+    exog = as_float64(exog, "exog must be numeric")
     if exog.ndim == 1:
         exog = exog[:, None]
     elif exog.ndim != 2:

@@ -55,6 +55,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
 
 from .._compat import Interval, StrOptions
+from .._docstrings import fill_doc
 from .._streaming._base import (
     VALIDATION_ATTRIBUTES, LinearPredictMixin, OneRowLearnMixin, OneRowPredictMixin,
     StreamingRegressorMixin, clear_fitted_state, on_rollback, run_with_delay,
@@ -317,6 +318,7 @@ class _ORFitMemoryMixin:
             self._pca_cache = None
 
 
+@fill_doc()
 class ORFitRegressor(
     _ORFitMemoryMixin,
     OneRowLearnMixin,
@@ -398,8 +400,7 @@ class ORFitRegressor(
         (the diagonal of a Gram–Schmidt QR factor).
     n_features_in_ : int
         Number of features ``p``.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` had string column names.
+    {feature_names_in}
     n_samples_seen_ : int
         Rows learned since the stream started (reset by :meth:`fit`).
 

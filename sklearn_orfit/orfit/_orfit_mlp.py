@@ -26,14 +26,14 @@ import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import Interval, StrOptions
+from .._docstrings import fill_doc
 from ._orfit import _EPS, _ORFitMemoryMixin, _all_finite, _norm, _orthogonal_step
 from .._streaming._base import (
     VALIDATION_ATTRIBUTES, OneRowLearnMixin, StreamingRegressorMixin, clear_fitted_state,
 )
-from .._streaming._validation import check_fitted_fast, check_one_row
+from .._streaming._validation import check_fitted_fast, check_one_row, check_rows
 
 __all__ = ["ORFitMLPRegressor"]
 
@@ -52,6 +52,7 @@ _DERIVATIVES = {
 }
 
 
+@fill_doc()
 class ORFitMLPRegressor(
     _ORFitMemoryMixin, OneRowLearnMixin, StreamingRegressorMixin, RegressorMixin,
     BaseEstimator
@@ -120,8 +121,7 @@ class ORFitMLPRegressor(
         added (``"latest"``, ``"random"``).
     n_features_in_ : int
         Number of input features.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
-        Names of the features, when ``X`` had string column names.
+    {feature_names_in}
     n_outputs_ : int
         Number of outputs ``c``.
     n_samples_seen_ : int
@@ -265,21 +265,20 @@ class ORFitMLPRegressor(
         out = self._forward(x[None, :], self.params_)[-1][0]
         return float(out[0]) if self._n_targets is None else out
 
+    @fill_doc()
     def jacobian(self, X):
         """The Jacobian of the network's outputs with respect to its parameters.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Rows.
+        {rows}
 
         Returns
         -------
         J : ndarray of shape (n_samples * n_outputs, n_params)
             ``J[i·c + j] = ∂f_j(x_i; w)/∂w`` at the current parameters ``params_``.
         """
-        check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=np.float64)
+        X = check_rows(self, X)
         return self._jacobian(self._forward(X, self.params_), self.params_)
 
     @property
