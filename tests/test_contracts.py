@@ -235,6 +235,37 @@ def _check_interruptions(name, make_call):
         np.testing.assert_array_equal(output(est, X[:6]), expected, err_msg=f"line {k}")
 
 
+@pytest.mark.parametrize("name", ["qrewrls-short", "qrewrls-dual", "pipeline-qrewrls"])
+def test_an_interrupt_anywhere_leaves_no_learning_call_in_progress(name):
+    # every line of the update template's file, not a sample. An interrupt on the cleanup
+    # lines of a call can leave it set as the thread's call in progress; the next calls
+    # (partial_fit, and learn_one's inlined short-window path) must see that it ended:
+    # they hand it no undo record (else memory grows with the stream) and leave none set
+    import contextvars
+
+    from sklearn_orfit._streaming import _base
+
+    X, y = stream()
+    base = started(name)
+    n_lines = min(run_traced(lambda: learn(copy.deepcopy(base), X[30:45], y[30:45]), -1, None,
+                             _base.__file__) for _ in range(2))
+    for k in range(1, n_lines + 1):
+        est = copy.deepcopy(base)
+        context = contextvars.copy_context()
+        try:
+            run_traced(lambda: context.run(learn, est, X[30:45], y[30:45]), k, KeyboardInterrupt,
+                       _base.__file__)
+        except KeyboardInterrupt:
+            pass
+        left = context.run(_base._ACTIVE.get)
+        held = None if left is None else len(left.undo)
+        context.run(learn, est, X[45:50], y[45:50])
+        if hasattr(est, "learn_one"):
+            context.run(est.learn_one, X[50], y[50])
+        assert context.run(_base._ACTIVE.get) is None, f"line {k}: a learning call left in progress"
+        assert left is None or len(left.undo) == held, f"line {k}: undo records handed to an ended call"
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_interrupted_partial_fit_changes_nothing(name):
     X, y = stream()

@@ -301,11 +301,20 @@ def clear_fitted_state(estimator, *, keep=(), private=()):
 class _Transaction:
     """The undo actions of one learning call, run in reverse order if it fails."""
 
-    __slots__ = ("undo", "open")
+    __slots__ = ("undo", "open", "lock")
 
-    def __init__(self):
+    def __init__(self, lock):
         self.undo = []
         self.open = True
+        self.lock = lock  # the estimator's stream lock, held while the call runs
+
+    def running(self):
+        """Whether the call is still running in this thread: open, and its estimator's
+        lock held by the thread. The lock is released by the ``with`` statement itself
+        (compiled code), so a call whose cleanup lines an interrupt cut short is seen
+        as ended; ask before taking a lock of one's own (it may be the same lock)."""
+        is_owned = getattr(self.lock, "_is_owned", None)
+        return self.open and (is_owned is None or is_owned())
 
     def rollback(self):
         undo, self.undo = self.undo, []
@@ -468,6 +477,21 @@ def commit_copy(estimator, work):
         del estimator.__dict__[gone]
 
 
+def enclosing_call():
+    """The learning call in progress in this thread (or task), or None.
+
+    Call it before taking a lock: a call that an interrupt (Ctrl-C) stopped on the
+    cleanup lines of :func:`stream_update` can stay set although it has ended; it is
+    recognised (:meth:`_Transaction.running`) and forgotten here, so later calls do not
+    hand it their undo records.
+    """
+    tx = _ACTIVE.get()
+    if tx is not None and not tx.running():
+        _ACTIVE.set(None)
+        return None
+    return tx
+
+
 def on_rollback(action):
     """Run ``action()`` if the learning call in progress fails (e.g. restore a solver's
     arrays from an undo record after writing into them in place)."""
@@ -486,15 +510,17 @@ def stream_update(estimator, *, check_params=True):
     made on inner estimators). A call made inside another learning call (a pipeline's
     step) is also undone if the outer call fails after it.
     """
-    with stream_lock(estimator):
-        tx = _Transaction()
+    outer = enclosing_call()
+    lock = stream_lock(estimator)
+    with lock:
+        tx = _Transaction(lock)
         saved = dict(estimator.__dict__)
         tx.undo.append(lambda: _restore_attributes(estimator, saved))
-        outer = _ACTIVE.get()
-        if outer is not None and outer.open:
+        if outer is not None:
             outer.undo.append(tx.rollback)
-        token = _ACTIVE.set(tx)
+        token = None
         try:
+            token = _ACTIVE.set(tx)
             if check_params:
                 check_stream_params(estimator)
             yield
@@ -503,8 +529,11 @@ def stream_update(estimator, *, check_params=True):
             tx.rollback()
             raise
         finally:
+            # an interrupt (Ctrl-C) here can leave this call set as the thread's call in
+            # progress; the next call sees that it has ended (enclosing_call)
             tx.open = False
-            _ACTIVE.reset(token)
+            if token is not None:
+                _ACTIVE.reset(token)
 
 
 def _restore_attributes(estimator, saved):

@@ -24,9 +24,10 @@ from .._streaming._base import (
     OneRowPredictMixin,
     StreamingRegressorMixin,
     check_stream_params,
+    enclosing_call,
+    on_rollback,
     make_private,
     needs_private,
-    on_rollback,
     stream_lock,
 )
 from .._streaming._validation import check_one_row, check_one_target
@@ -208,6 +209,7 @@ class QREWRLSRegressor(
         solver = self.__dict__.get("_solver")
         if not isinstance(solver, BatchSolver) or solver.orthogonal_only:
             return super()._learn_one(x, y)
+        outer = enclosing_call()  # before the lock (see enclosing_call)
         with stream_lock(self):
             if self._stream_param_values != self._solver_params():
                 check_stream_params(self)
@@ -229,7 +231,8 @@ class QREWRLSRegressor(
                 raise
             # undone with the enclosing learning call (a forecaster's update) if that
             # fails later: the undo records run in reverse order
-            on_rollback(lambda: (solver.restore_one(record), self.__dict__.update(before)))
+            if outer is not None:
+                outer.undo.append(lambda: (solver.restore_one(record), self.__dict__.update(before)))
         return self
 
     @property
