@@ -20,7 +20,8 @@ used if it is not found there.
   would not do); the ImportError names this file. ``validate_params`` checks a
   function's arguments against such constraints (``InvalidParameterError``, a
   ``ValueError``). ``Interval(Integral, ...)`` takes ``True`` and ``False`` as 1 and 0:
-  an argument that must refuse booleans keeps a check of its own.
+  an argument that must refuse booleans (a function's ``delay``, ``horizon``, ``season``,
+  a splitter's sizes) goes through the one ``_streaming._validation.check_int``.
 * ``_MetadataRequester``, ``_routing_enabled``: re-exported by the public
   ``sklearn.utils.metadata_routing`` in 1.6.1 and 1.9.1 (defined in
   ``sklearn.utils._metadata_requests``). Missing: the defining module; for

@@ -20,7 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, _fit_context
 from ._streaming._base import StreamLockMixin, _held, rollback_on_error
-from ._streaming._validation import as_float64
+from ._streaming._validation import as_float64, check_int
 from .compose._pipeline import StreamingPipeline, make_streaming_pipeline
 from .abo._qr_ewrls import QREWRLSRegressor
 from .abo._rff import RandomFourierFeatures
@@ -639,11 +639,8 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
     def _check_horizon(self, horizon):
         check_is_fitted(self)
         h = self.horizon if horizon is None else horizon
-        if not isinstance(h, (Integral, np.integer)) or isinstance(h, bool) or not \
-                1 <= h <= self.horizon:
-            raise ValueError(f"horizon must be an int in [1, {self.horizon}] (the "
-                             f"horizon the forecaster was built for), got {horizon!r}.")
-        return int(h)
+        return check_int(h, "horizon", minimum=1, maximum=self.horizon,
+                         note=" (the horizon the forecaster was built for)")
 
     def _wrap(self, f, h):
         if not self._pandas:

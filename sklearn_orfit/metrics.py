@@ -18,12 +18,11 @@ International Journal of Forecasting 22(4), 679–688, 2006 (MASE).
 """
 
 import math
-import numbers
 
 import numpy as np
 
 from ._docstrings import fill_doc
-from ._streaming._validation import check_numeric
+from ._streaming._validation import check_int, check_numeric
 
 __all__ = [
     "forecast_scores",
@@ -169,17 +168,6 @@ def _reduce_outputs(values, multioutput):
         )
     weights = _check_weights(weights, n_outputs, "multioutput")
     return float(np.average(values, weights=weights))
-
-
-def _check_int(value, name, *, allow_none=False):
-    """``value`` as an int ≥ 1 (bools and non-integral numbers refused)."""
-    if value is None and allow_none:
-        return None
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    if value < 1:
-        raise ValueError(f"{name} must be an integer >= 1, got {value!r}.")
-    return int(value)
 
 
 @_fill_doc
@@ -469,8 +457,8 @@ def naive_forecast(series, *, season=1, horizon=1):
     >>> naive_forecast([1.0, 2.0, 3.0, 4.0, 5.0, 6.0], season=2, horizon=3)  # lag 4
     array([nan, nan, nan, nan,  1.,  2.])
     """
-    season = _check_int(season, "season")
-    horizon = _check_int(horizon, "horizon")
+    season = check_int(season, "season", minimum=1)
+    horizon = check_int(horizon, "horizon", minimum=1)
     x = _as_float(series, "series")
     if x.ndim not in (1, 2):
         raise ValueError(f"series must be 1-D or 2-D, got shape {x.shape}.")
@@ -584,7 +572,7 @@ def mean_absolute_scaled_error(
     """
     e = _errors(y_true, y_pred)
     _check_multioutput(multioutput)
-    season = _check_int(season, "season")
+    season = check_int(season, "season", minimum=1)
     values, reason = _mase(_as_float(y_true, "y_true"), e, season, y_train)
     if values is None:
         raise ValueError(reason[0].upper() + reason[1:] + ".")
@@ -901,8 +889,8 @@ def forecast_scores(y_true, y_pred, *, season=None, horizon=1, y_train=None):
     The model does NOT beat the last-value forecast (MSE skill -0.33) but beats the
     seasonal-naive forecast with season 24 (MSE skill 0.22).
     """
-    season = _check_int(season, "season", allow_none=True)
-    horizon = _check_int(horizon, "horizon")
+    season = check_int(season, "season", minimum=1, allow_none=True)
+    horizon = check_int(horizon, "horizon", minimum=1)
     e = _errors(y_true, y_pred)
     if e.ndim != 1:
         raise ValueError(

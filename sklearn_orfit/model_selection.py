@@ -13,7 +13,6 @@ next (predict-then-update). The two pieces here make ``GridSearchCV``,
 """
 
 import copy
-import numbers
 
 import numpy as np
 from sklearn.model_selection import BaseCrossValidator
@@ -21,20 +20,11 @@ from sklearn.utils.metadata_routing import MetadataRequest, get_routing_for_obje
 
 from ._compat import _MetadataRequester, _num_samples, _routing_enabled
 from ._streaming._prequential import prequential_predict
-from ._streaming._validation import accepts_keyword
+from ._streaming._validation import accepts_keyword, check_int
 from ._streaming._base import check_stream_sample_weight
 from .metrics import res_mse, res_var
 
 __all__ = ["PrequentialSplit", "make_prequential_scorer", "validation_test_splits"]
-
-
-def _check_int(name, value, *, minimum, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        expected = f"an int >= {minimum}" + (" or None" if allow_none else "")
-        raise ValueError(f"{name} must be {expected}, got {value!r}.")
-    return int(value)
 
 
 class PrequentialSplit(BaseCrossValidator):
@@ -127,7 +117,7 @@ class PrequentialSplit(BaseCrossValidator):
         n_splits : int
             ``n_splits``.
         """
-        return _check_int("n_splits", self.n_splits, minimum=1)
+        return check_int(self.n_splits, "n_splits", minimum=1)
 
     def fold_bounds(self, n_samples):
         """The ``(warmup_start, fold_start, fold_stop)`` of every fold.
@@ -142,19 +132,19 @@ class PrequentialSplit(BaseCrossValidator):
         bounds : list of tuple of int
             Per fold: first warm-up row, first fold row, one past the last fold row.
         """
-        n_splits = _check_int("n_splits", self.n_splits, minimum=1)
-        gap = _check_int("gap", self.gap, minimum=0)
-        offset = _check_int("offset", self.offset, minimum=0)
-        warmup = _check_int("warmup_size", self.warmup_size, minimum=1, allow_none=True)
+        n_splits = check_int(self.n_splits, "n_splits", minimum=1)
+        gap = check_int(self.gap, "gap", minimum=0)
+        offset = check_int(self.offset, "offset", minimum=0)
+        warmup = check_int(self.warmup_size, "warmup_size", minimum=1, allow_none=True)
         usable = n_samples - offset
-        test_size = _check_int("test_size", self.test_size, minimum=1, allow_none=True)
+        test_size = check_int(self.test_size, "test_size", minimum=1, allow_none=True)
         if test_size is None:
             test_size = usable // (n_splits + 1)
             if test_size < 1:
                 raise ValueError(
                     f"Too few rows ({n_samples}, offset {offset}) for {n_splits} folds."
                 )
-        delay = _check_int("delay", self.delay, minimum=0)
+        delay = check_int(self.delay, "delay", minimum=0)
         first = usable - n_splits * test_size
         needed = gap + delay + (warmup if warmup is not None else 1)
         if first < needed:
@@ -194,8 +184,8 @@ class PrequentialSplit(BaseCrossValidator):
             due when the fold starts.
         """
         n_samples = _num_samples(X)
-        gap = _check_int("gap", self.gap, minimum=0)
-        delay = _check_int("delay", self.delay, minimum=0)
+        gap = check_int(self.gap, "gap", minimum=0)
+        delay = check_int(self.delay, "delay", minimum=0)
         for warm_start, start, stop in self.fold_bounds(n_samples):
             # the last `delay` rows before the fold: labels not yet known at its start
             lead = start - delay
@@ -267,8 +257,8 @@ def validation_test_splits(
     [8 9] [10 11 12 13]
     """
     test_size = validation_size if test_size is None else test_size
-    n_test = _check_int("n_test", n_test, minimum=1)
-    test_size = _check_int("test_size", test_size, minimum=1)
+    n_test = check_int(n_test, "n_test", minimum=1)
+    test_size = check_int(test_size, "test_size", minimum=1)
     validation_cv = PrequentialSplit(
         n_validation,
         test_size=validation_size,
@@ -530,7 +520,7 @@ def make_prequential_scorer(metric="mse", *, greater_is_better=False, skip=0, de
             metrics[getattr(m, "__name__", "metric")] = (m, bool(greater_is_better))
         else:
             raise ValueError(f"metric must be a string or a callable, got {m!r}.")
-    skip = _check_int("skip", skip, minimum=0)
-    delay = _check_int("delay", delay, minimum=0)
+    skip = check_int(skip, "skip", minimum=0)
+    delay = check_int(delay, "delay", minimum=0)
     single = next(iter(metrics)) if not isinstance(metric, (list, tuple)) else None
     return _PrequentialScorer(metrics, single, skip, delay)

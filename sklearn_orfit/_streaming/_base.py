@@ -28,7 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._compat import _check_sample_weight, _fit_context
 from .._docstrings import fill_doc
-from ._validation import check_fitted_fast, check_numeric, check_one_row, check_one_target
+from ._validation import check_fitted_fast, check_int, check_numeric, check_one_row, check_one_target
 from ..utils.estimator_checks import expected_failed_checks
 
 __all__ = [
@@ -346,9 +346,7 @@ def detached():
 
 def check_delay(delay):
     """``delay`` as an int ``>= 0`` (labels arriving that many rows late), or a ValueError."""
-    if isinstance(delay, (bool, np.bool_)) or not isinstance(delay, (int, np.integer)) or delay < 0:
-        raise ValueError(f"delay must be an int >= 0, got {delay!r}.")
-    return int(delay)
+    return check_int(delay, "delay", minimum=0)
 
 
 def run_with_delay(X, Y, delay, *, predict, learn, sample_weight=None):

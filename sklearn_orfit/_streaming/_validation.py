@@ -13,9 +13,23 @@ from sklearn.exceptions import NotFittedError
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 __all__ = [
-    "as_float64", "check_fitted_fast", "check_numeric", "check_one_row", "check_one_target",
-    "check_rows",
+    "as_float64", "check_fitted_fast", "check_int", "check_numeric", "check_one_row",
+    "check_one_target", "check_rows",
 ]
+
+
+def check_int(value, name, *, minimum, maximum=None, allow_none=False, note=""):
+    """``value`` as an ``int`` in ``[minimum, maximum]`` (``None`` passes when
+    ``allow_none``), else ``ValueError``. Booleans are refused: scikit-learn's
+    ``Interval(Integral, ...)`` would take ``True`` as 1."""
+    if value is None and allow_none:
+        return None
+    if (isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral)
+            or value < minimum or (maximum is not None and value > maximum)):
+        expected = f"an int >= {minimum}" if maximum is None else f"an int in [{minimum}, {maximum}]"
+        raise ValueError(f"{name} must be {expected}{' or None' if allow_none else ''}{note}, "
+                         f"got {value!r}.")
+    return int(value)
 
 
 def as_float64(a, what):

@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.utils import check_random_state
 
 from .._compat import Interval, validate_params
-from .._streaming._validation import as_float64
+from .._streaming._validation import as_float64, check_int
 
 __all__ = ["make_abo_series", "make_lagged"]
 
@@ -132,11 +132,7 @@ def make_lagged(series, n_lags, *, horizon=1, exog=None):
     if series.ndim != 1:
         raise ValueError(f"series must be 1-D, got shape {series.shape}.")
     n_lags = int(n_lags)
-    if isinstance(horizon, (bool, np.bool_)) or not isinstance(horizon, Integral):
-        raise ValueError(f"horizon must be an int >= 1, got {horizon!r}.")
-    horizon = int(horizon)
-    if horizon < 1:
-        raise ValueError(f"horizon must be an int >= 1, got {horizon}.")
+    horizon = check_int(horizon, "horizon", minimum=1)
     n = series.shape[0]
     if n < n_lags + horizon:
         raise ValueError(
