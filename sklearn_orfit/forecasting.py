@@ -1,8 +1,9 @@
 """Tuned forecasts: choose the transform, window, σ and model on the start of a series.
 
 :func:`tune_forecast` searches, on the first part of a series only, the settings the
-``sklearn-orfit forecast`` command (and :mod:`sklearn_orfit.cli._experiments`) takes: the
-transform (none, first differences, log returns), the window length ``N``, the random
+``sklearn-orfit forecast`` command takes (the models of
+:mod:`sklearn_orfit._forecast_models` on the rows of :mod:`sklearn_orfit._forecast_problem`):
+the transform (none, first differences, log returns), the window length ``N``, the random
 features' frequency scale σ and the model, with scikit-learn's
 :class:`~sklearn.model_selection.GridSearchCV` driven by the prequential folds of
 :class:`~sklearn_orfit.model_selection.PrequentialSplit` and the prequential scorer of
@@ -24,12 +25,14 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.model_selection import GridSearchCV
 from sklearn.utils import Bunch
 
-from .cli import _experiments as ex
+from ._forecast_models import DEFAULT_ALPHA, MODELS, make_forecast_model
+from ._forecast_problem import TRANSFORMS, first_origin, make_forecast_problem
 from ._forecaster import StreamForecaster
 from ._plotting import draw_bands
 from ._streaming._prequential import prequential_predict
 from .metrics import _beyond_scored_range
 from .model_selection import PrequentialSplit, make_prequential_scorer
+from .utils.benchmarking import blas_threads
 
 __all__ = ["StreamForecaster", "plot_forecast", "tune_forecast"]
 
@@ -72,7 +75,7 @@ class _ForecastModel(RegressorMixin, BaseEstimator):
         params = dict(self.model_params or {})
         if self.alpha is not None:
             params["alpha"] = self.alpha
-        return ex.make_forecast_model(
+        return make_forecast_model(
             self.model, n_components=d, sigma=self.sigma, window_size=self.window_size,
             random_state=self.random_state, **params)
 
@@ -170,7 +173,7 @@ def _used(base, params):
     if alpha is None:
         alpha = (base.model_params or {}).get("alpha")
     if alpha is None and m in _USES_ALPHA:
-        alpha = ex.DEFAULT_ALPHA[m]
+        alpha = DEFAULT_ALPHA[m]
     d = params.get("n_components", base.n_components)
     if d is None:
         d = default_n_components(m)
@@ -230,7 +233,7 @@ def _search(v, ex_tune, *, transforms, grid, base, cv, scorer, n_lags, horizon, 
             table.append(_row(stage, t, note="skipped: the tuning part is not strictly "
                                              "positive"))
             continue
-        problem = ex.make_forecast_problem(v, n_lags=n_lags, transform=t,
+        problem = make_forecast_problem(v, n_lags=n_lags, transform=t,
                                            horizon=horizon, exog=ex_tune)
         search = GridSearchCV(base, grid, scoring=scorer, cv=cv, n_jobs=n_jobs,
                               refit=False, error_score="raise")
@@ -463,8 +466,8 @@ def tune_forecast(
     if (not isinstance(tune_fraction, numbers.Real) or isinstance(tune_fraction, bool)
             or not 0 < tune_fraction <= 1):
         raise ValueError(f"tune_fraction must be a number in (0, 1], got {tune_fraction!r}.")
-    transforms = _check_grid("transforms", transforms, _one_of("transforms", ex.TRANSFORMS))
-    models = _check_grid("models", models, _one_of("models", ex.MODELS))
+    transforms = _check_grid("transforms", transforms, _one_of("transforms", TRANSFORMS))
+    models = _check_grid("models", models, _one_of("models", MODELS))
     window_sizes = _check_grid("window_sizes", window_sizes, _positive_int("window_sizes"))
     sigmas = _check_grid("sigmas", sigmas, _finite_float("sigmas", zero=False))
     model_params = dict(model_params or {})
@@ -498,7 +501,7 @@ def tune_forecast(
 
     # the same folds (target positions) for every transform: the rows of each end with
     # the target n_tune - 1; differencing costs a row, so size them on the fewest rows
-    n_rows = {t: n_tune - ex.first_origin(n_lags=n_lags, transform=t) - horizon
+    n_rows = {t: n_tune - first_origin(n_lags=n_lags, transform=t) - horizon
               for t in transforms}
     fewest = min(n_rows.values())
     windowed = all(m in _WINDOWED for m in models)
@@ -532,7 +535,7 @@ def tune_forecast(
     fold_size = _feasible_fold_size(fewest, need_first, n_splits)
     if fold_size < 2:
         min_rows = max(2 * (n_splits + 1), n_splits * 2 + need_first)
-        min_tune = min_rows + max(ex.first_origin(n_lags=n_lags, transform=t)
+        min_tune = min_rows + max(first_origin(n_lags=n_lags, transform=t)
                                   for t in transforms) + horizon
         raise ValueError(
             f"the tuning part (the first {n_tune} of {n_values} values, tune_fraction="
@@ -554,7 +557,7 @@ def tune_forecast(
 
     def limit():
         return (contextlib.nullcontext() if threads is None
-                else ex.blas_threads(int(threads))[0])
+                else blas_threads(int(threads))[0])
 
     with limit():
         table, best_rows, last_value_rmse, positions = _search(
@@ -599,7 +602,7 @@ def tune_forecast(
             "alone, or transforms without logdiff.")
     if refit:
         forecaster = _stream_forecaster(
-            ex.make_forecast_model(**model_kwargs), transform=chosen["transform"],
+            make_forecast_model(**model_kwargs), transform=chosen["transform"],
             n_lags=n_lags, horizon=horizon,
             n_past=0 if exog is None else (1 if exog.ndim == 1 else exog.shape[1]))
         with limit():

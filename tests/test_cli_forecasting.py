@@ -17,6 +17,8 @@ import pytest
 from sklearn_orfit import __version__, prequential_predict
 from sklearn_orfit.cli import _main as _cli
 from sklearn_orfit.cli import _workers
+from sklearn_orfit import _forecast_models as fm
+from sklearn_orfit import _forecast_problem as fp
 from sklearn_orfit.cli import _experiments as ex
 from sklearn_orfit.cli import _model
 from sklearn_orfit.cli._model import MODEL_FILE_FORMAT, SavedForecast
@@ -104,8 +106,10 @@ def must_not_compute(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("computation started")
 
-    for name in ("make_forecast_model", "problem_from_tail", "run_forecast"):
-        monkeypatch.setattr(ex, name, forbidden)
+    for module, names in ((fm, ("make_forecast_model",)), (fp, ("problem_from_tail",)),
+                          (ex, ("run_forecast",))):
+        for name in names:
+            monkeypatch.setattr(module, name, forbidden)
 
 
 # ------------------------------------------------------------------ 1. --column once
@@ -331,7 +335,7 @@ def test_saved_file_holds_what_the_stream_needs(tmp_path, data, capsys):
     assert tail.stats.count == N and tail.exog_stats[0].count == N  # standardisation
     assert tail.v.shape[0] < 100  # bounded: the last lags and the rows after the boundary
     np.testing.assert_array_equal(tail.v, data["a"][tail.start:])
-    n_rows = N - ex.first_origin(n_lags=4, transform="none") - 1
+    n_rows = N - fp.first_origin(n_lags=4, transform="none") - 1
     assert state["n_rows"] == n_rows and state["next_row"] == n_rows // 50 * 50
     fc = saved.forecasters["a"]
     assert isinstance(fc, StreamForecaster) and fc.n_exog_ == 1
@@ -667,12 +671,12 @@ def test_horizon_rows_match_make_lagged_and_map_back_to_levels():
     v = np.cumsum(rng.normal(size=300)) + 50.0
     e = rng.normal(size=300)
     H, L = 3, 4
-    p = ex.make_forecast_problem(v, n_lags=L, transform="diff", horizon=H, exog=e)
+    p = fp.make_forecast_problem(v, n_lags=L, transform="diff", horizon=H, exog=e)
     s = np.concatenate(([np.nan], np.diff(v)))
     m, sd = np.full(300, np.nan), np.full(300, np.nan)
-    m[1:], sd[1:] = ex.past_mean_std(s[1:])
-    me, sde = ex.past_mean_std(e)
-    t0 = ex.first_origin(n_lags=L, transform="diff")
+    m[1:], sd[1:] = fp.past_mean_std(s[1:])
+    me, sde = fp.past_mean_std(e)
+    t0 = fp.first_origin(n_lags=L, transform="diff")
     z, ze = (s - m) / sd, (e - me) / sde
     X, _ = make_lagged(z[t0 - L + 1:], L, horizon=H, exog=ze[t0 - L + 1:])
     np.testing.assert_array_equal(p.X, X)
@@ -683,15 +687,15 @@ def test_horizon_rows_match_make_lagged_and_map_back_to_levels():
     np.testing.assert_allclose(p.to_units(p.y), v[t + H], rtol=1e-12)
     np.testing.assert_array_equal(p.persistence, v[t])
     # log changes: forecast = level · exp(predicted log change)
-    q = ex.make_forecast_problem(v, n_lags=L, transform="logdiff", horizon=H)
+    q = fp.make_forecast_problem(v, n_lags=L, transform="logdiff", horizon=H)
     np.testing.assert_allclose(q.to_units(q.y), v[q.index], rtol=1e-12)
 
 
 def test_horizon_one_is_the_one_step_problem():
     """horizon=1 gives the rows of the one-step forecast: z[t+1] from z[t..t-L+1]."""
     v = make_columns()["a"]
-    p = ex.make_forecast_problem(v, n_lags=5, transform="none")
-    mean, std = ex.past_mean_std(v)
+    p = fp.make_forecast_problem(v, n_lags=5, transform="none")
+    mean, std = fp.past_mean_std(v)
     z = ((v - mean) / std)[2:]
     X, y = make_lagged(z, 5)
     np.testing.assert_array_equal(p.X, X)
@@ -704,17 +708,17 @@ def test_horizon_uses_delayed_labels(chunk):
     predictions as prequential_predict(..., delay=H-1): in one chunk exactly, in chunks
     up to rounding (the solver's block updates are cut elsewhere: ~1e-11 here)."""
     v = make_columns()["a"]
-    p = ex.make_forecast_problem(v, n_lags=4, horizon=3)
+    p = fp.make_forecast_problem(v, n_lags=4, horizon=3)
     kw = {"n_components": 64, "window_size": 20}
-    want = prequential_predict(ex.make_forecast_model("abo", **kw), p.X, p.y, delay=2)
-    got = ex.run_forecast(ex.make_forecast_model("abo", **kw), p, skip=20,
+    want = prequential_predict(fm.make_forecast_model("abo", **kw), p.X, p.y, delay=2)
+    got = ex.run_forecast(fm.make_forecast_model("abo", **kw), p, skip=20,
                           chunk_size=chunk).y_pred
     if chunk > p.y.shape[0]:
         np.testing.assert_array_equal(got, want)
     else:
         np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
     # with no delay the model would have learned labels from the future of the rows
-    leaky = prequential_predict(ex.make_forecast_model("abo", **kw), p.X, p.y)
+    leaky = prequential_predict(fm.make_forecast_model("abo", **kw), p.X, p.y)
     assert not np.allclose(got, leaky)
 
 
@@ -760,7 +764,7 @@ def test_horizon_report_and_persistence(tmp_path, data, capsys):
     actual = pred["actual"].astype(float)
     assert s["persistence_res_mse"] == pytest.approx(
         np.mean((actual - last_value)[scored] ** 2), rel=1e-12)
-    assert pos[0] == ex.first_origin(n_lags=4, transform="none") + 4
+    assert pos[0] == fp.first_origin(n_lags=4, transform="none") + 4
     assert doc["settings"]["horizon"] == 4
 
 

@@ -13,6 +13,8 @@ import joblib
 import numpy as np
 import pytest
 
+from sklearn_orfit import _forecast_models as fm
+from sklearn_orfit import _forecast_problem as fp
 from sklearn_orfit.cli import _experiments as ex
 from sklearn_orfit.cli import _main as _cli
 from sklearn_orfit.cli import _run
@@ -405,7 +407,7 @@ def test_aggregate_forecasts_are_the_aggregating_regressors(tmp_path, series_csv
                             "--experts", EXPERTS, "--output-dir", tmp_path / "o"], capsys)
     assert status == 0, err
     rows = read_rows(tmp_path / "o" / "forecast_s_a_aggregate.csv")
-    problem = ex.make_forecast_problem(columns()["a"], n_lags=4)
+    problem = fp.make_forecast_problem(columns()["a"], n_lags=4)
     grid = make_expert_grid(abo_windows=(20, 60), sigmas=(1.0,), n_components=(32,),
                             krls_windows=(20,), random_state=0)
     agg = AggregatingRegressor(grid, history_size=None)
@@ -422,7 +424,7 @@ def test_aggregate_default_grid_and_errors(tmp_path, series_csv, capsys):
     text = _run._aggregate_description(Namespace(experts=None))
     assert "8 experts: 4 ABO (N ∈ {50, 200}, σ ∈ {0.5, 1}, D ∈ {1024})" in text
     assert "4 SW-KRLS (N ∈ {50, 200}, s = 1/σ)" in text
-    agg = ex.make_forecast_model("aggregate")
+    agg = fm.make_forecast_model("aggregate")
     assert [name for name, _ in agg.estimators] == [
         "abo-N50-s0.5-D1024", "abo-N200-s0.5-D1024", "abo-N50-s1-D1024",
         "abo-N200-s1-D1024", "krls-N50-l2", "krls-N50-l1", "krls-N200-l2",

@@ -17,6 +17,9 @@ import pytest
 
 from sklearn_orfit.cli import _input, _run
 from sklearn_orfit.cli import _main as _cli
+from sklearn_orfit import _forecast_models as fm
+from sklearn_orfit import _forecast_problem as fp
+from sklearn_orfit import forecasting
 from sklearn_orfit.cli import _experiments as ex
 
 
@@ -62,9 +65,12 @@ def must_not_compute(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("computation started")
 
-    for name in ("make_forecast_model", "make_forecast_problem", "extend_tail",
-                 "problem_from_tail", "run_forecast", "double_descent_sweep"):
-        monkeypatch.setattr(ex, name, forbidden)
+    for module, names in ((fm, ("make_forecast_model",)),
+                          (fp, ("make_forecast_problem", "extend_tail", "problem_from_tail")),
+                          (forecasting, ("make_forecast_model", "make_forecast_problem")),
+                          (ex, ("run_forecast", "double_descent_sweep"))):
+        for name in names:
+            monkeypatch.setattr(module, name, forbidden)
 
 
 # --------------------------------------------------------- 11. bounded memory, streaming

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from sklearn_orfit import RecursiveStandardScaler
+from sklearn_orfit import _forecast_problem as fp
 from sklearn_orfit.cli import _experiments as ex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +53,7 @@ SERIES = {
 @pytest.mark.parametrize("name", list(SERIES))
 def test_past_stats_are_the_statistics_of_the_values_before(name):
     x = SERIES[name]
-    mean, std = ex.past_mean_std(x)
+    mean, std = fp.past_mean_std(x)
     want_mean, want_std = brute_past(x)
     assert np.isnan(mean[0]) and np.isnan(std[0])
     np.testing.assert_allclose(mean[1:], want_mean[1:], rtol=1e-13, atol=1e-13)
@@ -63,12 +64,12 @@ def test_past_stats_come_from_the_scaler():
     """z-scores from the returned statistics are the scaler's prequential z-scores (up to
     rounding), and the saved state holds a RecursiveStandardScaler."""
     x = SERIES["far from zero"]
-    mean, std, state = ex.past_stats(x)
+    mean, std, state = fp.past_stats(x)
     z = RecursiveStandardScaler().prequential_transform(x[:, None])[:, 0]
     np.testing.assert_allclose(((x - mean) / std)[1:], z[1:], rtol=1e-9, atol=1e-9)
     assert isinstance(state.scaler, RecursiveStandardScaler)
     assert state.count == x.shape[0]
-    boundary = x.shape[0] // ex.STATS_BLOCK * ex.STATS_BLOCK
+    boundary = x.shape[0] // fp.STATS_BLOCK * fp.STATS_BLOCK
     assert state.scaler.n_samples_seen_ == boundary
     np.testing.assert_array_equal(state.pending, x[boundary:])
 
@@ -76,11 +77,11 @@ def test_past_stats_come_from_the_scaler():
 @pytest.mark.parametrize("name", list(SERIES))
 def test_continued_past_stats_equal_one_pass_bit_for_bit(name):
     x = SERIES[name]
-    mean, std = ex.past_mean_std(x)
+    mean, std = fp.past_mean_std(x)
     cuts = [0, 7, 1030, 1031, 1024 + 13, len(x)]
     state, parts = None, []
     for a, b in zip(cuts[:-1], cuts[1:]):
-        m, s, state = ex.past_stats(x[a:b], pickle.loads(pickle.dumps(state)))
+        m, s, state = fp.past_stats(x[a:b], pickle.loads(pickle.dumps(state)))
         parts.append((m, s))
     np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), mean)
     np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), std)
@@ -88,14 +89,14 @@ def test_continued_past_stats_equal_one_pass_bit_for_bit(name):
 
 def test_past_stats_leave_the_given_state_alone():
     x = SERIES["small integers"]
-    _, _, state = ex.past_stats(x[:1500] if len(x) > 1500 else x[:1050])
+    _, _, state = fp.past_stats(x[:1500] if len(x) > 1500 else x[:1050])
     before = pickle.dumps(state)
-    ex.past_stats(x[-50:], state)
+    fp.past_stats(x[-50:], state)
     assert pickle.dumps(state) == before
 
 
 def test_past_stats_of_nothing():
-    mean, std, state = ex.past_stats(np.empty(0))
+    mean, std, state = fp.past_stats(np.empty(0))
     assert mean.shape == std.shape == (0,) and state.count == 0
 
 

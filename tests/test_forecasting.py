@@ -10,7 +10,8 @@ import pickle
 import numpy as np
 import pytest
 
-from sklearn_orfit.cli import _experiments as ex
+from sklearn_orfit import _forecast_models as fm
+from sklearn_orfit import _forecast_problem as fp
 from sklearn_orfit.forecasting import tune_forecast
 from sklearn_orfit.model_selection import PrequentialSplit, make_prequential_scorer
 
@@ -77,7 +78,7 @@ def test_choice_is_the_argmin_of_the_table():
     kw = dict(tuned.model_kwargs)
     assert kw == {"name": "abo", "n_components": 64, "random_state": 0, "alpha": 0.0,
                   "window_size": tuned.window_size, "sigma": tuned.sigma}
-    ex.make_forecast_model(**kw)
+    fm.make_forecast_model(**kw)
 
 
 def test_random_walk_picks_diff_and_noisy_sine_picks_none():
@@ -96,12 +97,12 @@ def test_series_units_replay_matches_the_search():
     """The replay of a transform's best on the folds gives the search's own score."""
     x = noisy_sine()
     tuned = tune_forecast(x, transforms=("diff",), **SMALL)
-    problem = ex.make_forecast_problem(x[:tuned.n_tune], n_lags=12, transform="diff")
+    problem = fp.make_forecast_problem(x[:tuned.n_tune], n_lags=12, transform="diff")
     cv = PrequentialSplit(3, test_size=tuned.fold_size, warmup_size=tuned.warmup_size)
     scorer = make_prequential_scorer("rmse")
     scores = []
     for train, test in cv.split(problem.X):
-        model = ex.make_forecast_model("abo", n_components=64, sigma=tuned.sigma,
+        model = fm.make_forecast_model("abo", n_components=64, sigma=tuned.sigma,
                                        window_size=tuned.window_size)
         model.partial_fit(problem.X[train], problem.y[train])
         scores.append(-scorer(model, problem.X[test], problem.y[test]))
@@ -237,7 +238,7 @@ def test_refit_is_the_chosen_forecaster_fitted_on_the_whole_series():
     tuned = tune_forecast(x, transforms=("none", "diff"), **SMALL)
     f = tuned.forecaster
     assert f.n_samples_seen_ == N
-    again = _stream_forecaster(ex.make_forecast_model(**tuned.model_kwargs),
+    again = _stream_forecaster(fm.make_forecast_model(**tuned.model_kwargs),
                                transform=tuned.transform, n_lags=12, horizon=1).fit(x)
     np.testing.assert_array_equal(f.predict(), again.predict())
     np.testing.assert_array_equal(f.predict_interval()[0], again.predict_interval()[0])

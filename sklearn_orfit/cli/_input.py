@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from . import _experiments as ex
+from .. import _forecast_problem as fp
 from . import _timestamps as _ts
 from ..datasets import load_electricity_demand, load_exchange_rates, make_abo_series
 from ..metrics import _beyond_scored_range
@@ -509,7 +509,7 @@ def _check_series(values, name, where, *, args, transform, continuing=False):
     # fills its window there, the others (orfit, ewrls) warm up
     window = args.window_size
     horizon = getattr(args, "horizon", 1)
-    need = ex.min_series_length(n_lags=args.n_lags, window_size=window, transform=transform,
+    need = fp.min_series_length(n_lags=args.n_lags, window_size=window, transform=transform,
                                 horizon=horizon)
     if values.shape[0] < need:
         role = ("" if args.model not in ("orfit", "ewrls")

@@ -4,7 +4,8 @@ defaults the subcommands share."""
 import argparse
 import math
 
-from . import _experiments as ex
+from .. import _forecast_models as fm
+from .. import _forecast_problem as fp
 
 
 PROG = "sklearn-orfit"
@@ -166,14 +167,14 @@ def build_parser():
                      "--horizon such rows are needed)")
     src.add_argument("--n-rows", type=_int_at_least(1), default=None, metavar="N",
                      help="use only the first N values of the series")
-    src.add_argument("--transform", choices=("auto", *ex.TRANSFORMS), default="auto",
+    src.add_argument("--transform", choices=("auto", *fp.TRANSFORMS), default="auto",
                      help="model the values, their changes (diff) or log changes (logdiff) "
                      "(auto: diff for electricity, logdiff for exchange rates, none "
                      "otherwise). With --horizon H, diff targets the change over the "
                      "horizon, v[t+H] - v[t], and the forecast is v[t] + the predicted "
                      "change (logdiff: log v[t+H] - log v[t], forecast v[t]·exp(...))")
     m = f.add_argument_group("model")
-    m.add_argument("--model", choices=ex.MODELS, default="abo",
+    m.add_argument("--model", choices=fm.MODELS, default="abo",
                    help="abo: random Fourier features -> QR-EWRLS (default); orfit: "
                    "features -> ORFit; ensemble: feature-partition ensemble of abo; "
                    "sw-krls, qrd-rls: the baselines on the lags; ewrls: features -> "
@@ -187,7 +188,7 @@ def build_parser():
                    "krls_length_scales, krls_alphas; an empty list, e.g. 'krls_windows=', "
                    "leaves that family out). Default: "
                    + ";".join(f"{k}={','.join(map(str, v))}"
-                              for k, v in ex.DEFAULT_EXPERTS.items())
+                              for k, v in fm.DEFAULT_EXPERTS.items())
                    + " (8 experts; the SW-KRLS length scales are 1/σ)")
     m.add_argument("--n-lags", type=_int_at_least(1), default=20, metavar="L",
                    help="lagged values per row (default 20)")

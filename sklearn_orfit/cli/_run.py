@@ -12,6 +12,8 @@ import warnings
 import numpy as np
 
 from . import _experiments as ex
+from .. import _forecast_models as fm
+from .. import _forecast_problem as fp
 from . import _timestamps as _ts
 from .._streaming._base import STATE_FORMAT
 from ._parser import (
@@ -124,7 +126,7 @@ def _memory_terms(args, n_components, n_values):
     elif model == "ewrls":
         terms.append((8 * 3 * D * D, "the D × D inverse Gram matrix", "--n-components"))
     elif model == "aggregate":
-        grid = _parse_experts(getattr(args, "experts", None)) or ex.DEFAULT_EXPERTS
+        grid = _parse_experts(getattr(args, "experts", None)) or fm.DEFAULT_EXPERTS
         n_sig = len(grid["sigmas"]) * len(grid.get("abo_alphas", (0.0,))) * len(
             grid.get("forgetting_factors", (1.0,)))
         abo = sum(8 * 3 * n * d * n_sig + 8 * 3 * (min(n, d) + c) ** 2 * n_sig
@@ -198,7 +200,7 @@ def _model_description(args, n_components):
 
 
 def _aggregate_description(args):
-    grid = _parse_experts(getattr(args, "experts", None)) or ex.DEFAULT_EXPERTS
+    grid = _parse_experts(getattr(args, "experts", None)) or fm.DEFAULT_EXPERTS
     sig = ", ".join(f"{x:g}" for x in grid["sigmas"])
     n_abo = (len(grid.get("abo_windows", ())) * len(grid["sigmas"])
              * len(grid["n_components"]) * len(grid.get("abo_alphas", (0.0,)))
@@ -279,13 +281,13 @@ def _forecast_task(task):
         saved = task["state"]
         if saved is None:
             model = _new_model(s, task["n_jobs"])
-            tail, start, report = ex.StreamTail(), 0, task.get("report_from", 0)
+            tail, start, report = fp.StreamTail(), 0, task.get("report_from", 0)
         else:
             model, tail = saved["model"], saved["tail"]
             start, report = saved["next_row"], saved["n_rows"]
         first_row = max(0, start - d)
-        frame = ex.extend_tail(tail, task["values"], task["exog"], transform=s["transform"])
-        problem = ex.problem_from_tail(frame, n_lags=s["n_lags"], transform=s["transform"],
+        frame = fp.extend_tail(tail, task["values"], task["exog"], transform=s["transform"])
+        problem = fp.problem_from_tail(frame, n_lags=s["n_lags"], transform=s["transform"],
                                        horizon=s["horizon"], first_row=first_row,
                                        n_future_exog=task["n_future_exog"])
         result = ex.run_forecast(
@@ -297,7 +299,7 @@ def _forecast_task(task):
     state = None
     if task["save"]:
         ckpt_model, next_row = result.checkpoint
-        keep = (ex.first_origin(n_lags=s["n_lags"], transform=s["transform"])
+        keep = (fp.first_origin(n_lags=s["n_lags"], transform=s["transform"])
                 + max(0, next_row - d) - s["n_lags"] + 1)
         state = {"model": ckpt_model, "tail": frame.cut(keep), "next_row": next_row,
                  "n_rows": problem.first_row + problem.y.shape[0],
@@ -357,7 +359,7 @@ def _parse_experts(text):
         if key in ("sigmas", "n_components") and not vals:
             raise CLIError(f"--experts {text!r}: {key} needs at least one value")
         out[key] = vals
-    grid = {**ex.DEFAULT_EXPERTS, **out}
+    grid = {**fm.DEFAULT_EXPERTS, **out}
     if not grid.get("abo_windows") and not grid.get("krls_windows"):
         raise CLIError(f"--experts {text!r} has no expert: give abo_windows or "
                        "krls_windows")
@@ -365,11 +367,11 @@ def _parse_experts(text):
 
 
 def _expert_grid(s):
-    return _parse_experts(s.get("experts")) or dict(ex.DEFAULT_EXPERTS)
+    return _parse_experts(s.get("experts")) or dict(fm.DEFAULT_EXPERTS)
 
 
 def _new_model(s, n_jobs):
-    return ex.make_forecast_model(
+    return fm.make_forecast_model(
         s["model"], n_components=s["n_components"], sigma=s["sigma"],
         window_size=s["window_size"], forgetting_factor=s["forgetting_factor"],
         alpha=s["alpha"], length_scale=s["length_scale"],
@@ -549,11 +551,11 @@ def _tune(args, data, given):
     models = (args.model,) if "model" in fixed else (
         tuple(_names(args.tune_models, "--tune-models")) if args.tune_models
         else _TUNE_MODELS)
-    unknown = [m for m in models if m not in ex.MODELS]
+    unknown = [m for m in models if m not in fm.MODELS]
     if unknown:
         raise CLIError(f"--tune-models: unknown model(s) {_listing(unknown)}; choose among "
-                       f"{_listing(ex.MODELS)}")
-    transforms = (args.transform,) if "transform" in fixed else ex.TRANSFORMS
+                       f"{_listing(fm.MODELS)}")
+    transforms = (args.transform,) if "transform" in fixed else fp.TRANSFORMS
     params = {k: getattr(args, k) for k in (
         "forgetting_factor", "alpha", "length_scale", "memory_size", "memory_policy",
         "delta", "n_partitions")}
@@ -683,7 +685,7 @@ def _forecast(args, out, given=frozenset()):
         data = _drop_seen_rows(args, data, header, notes)
     if args.window_size is None:  # not given, not saved: the default, or what fits
         longest = max(v.shape[0] for v in data.series.values())
-        room = longest - ex.min_series_length(n_lags=args.n_lags, window_size=0,
+        room = longest - fp.min_series_length(n_lags=args.n_lags, window_size=0,
                                               transform="diff", horizon=args.horizon)
         args.window_size = max(20, min(_DEFAULT_WINDOW, room // 2))
     if args.alpha is None and args.model == "abo" and not (args.tune and
@@ -725,13 +727,13 @@ def _forecast(args, out, given=frozenset()):
         skip = header["skip"]
         time_offset = next(iter(saved_by_series.values()))["tail"].end
     else:
-        n_rows = n_values - ex.first_origin(n_lags=args.n_lags, transform=transform) \
+        n_rows = n_values - fp.first_origin(n_lags=args.n_lags, transform=transform) \
             - args.horizon
         skip = min(args.window_size, n_rows - 2)
         time_offset = 0
     report_from = 0
     if tuning is not None:  # report only the rows whose target lies after the tuning part
-        report_from = tuning["n_tune"] - ex.first_origin(
+        report_from = tuning["n_tune"] - fp.first_origin(
             n_lags=args.n_lags, transform=transform) - args.horizon
         if n_rows - report_from < 2:
             raise CLIError(f"--tune-fraction {args.tune_fraction} leaves "
