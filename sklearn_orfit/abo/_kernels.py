@@ -240,9 +240,8 @@ def cholesky(S, *, kappa_max, inverse_norm=False):
     ok = bool(info == 0 and info2 == 0 and rcond * kappa_max >= 1.0)
     if not inverse_norm:
         return L, ok
-    with np.errstate(divide="ignore"):
-        inv_norm = 1.0 / (rcond * anorm) if ok and rcond * anorm > 0 else np.inf
-    return L, ok, float(inv_norm)
+    inv_norm = 1.0 / float(rcond * anorm) if ok and rcond * anorm > 0 else np.inf
+    return L, ok, inv_norm
 
 
 _PROBES = {}
@@ -308,22 +307,23 @@ def pinv_factors(s, *, alpha, n, D):
 GELSD_MIN = 96
 
 
-def min_norm_solve(A, B, *, n, D):
+def min_norm_solve(A, B, *, n, D, alpha=0.0):
     """``pinv(A) B`` with the singular values at or below :func:`lstsq_cutoff` of an
-    ``n×D`` window treated as zero (``A`` a factor with the window's singular values).
+    ``n×D`` window treated as zero (``A`` a factor with the window's singular values);
+    with ``alpha > 0`` the ridge solution ``V diag(s/(s² + α)) Uᵀ B``.
 
     LAPACK ``gelsd`` (what :func:`numpy.linalg.lstsq` calls; ``U`` and ``V`` applied, not
-    formed) for ``A`` of order :data:`GELSD_MIN` or more, else ``V f(s) Uᵀ B`` from
-    :func:`svd` (which falls back to ``gesvd``, as does this function when ``gelsd``
-    does not converge). ``O(k³)`` for ``A`` of order ``k``.
+    formed) for ``A`` of order :data:`GELSD_MIN` or more without a ridge, else
+    ``V f(s) Uᵀ B`` from :func:`svd` (which falls back to ``gesvd``, as does this
+    function when ``gelsd`` does not converge). ``O(k³)`` for ``A`` of order ``k``.
     """
-    if min(A.shape) >= GELSD_MIN:
+    if not alpha and min(A.shape) >= GELSD_MIN:
         try:
             return _scipy_lstsq(A, B, cond=EPS * max(n, D), lapack_driver="gelsd", check_finite=False)[0]
         except (np.linalg.LinAlgError, ValueError):
             pass
     U, s, Vt = svd(A)
-    f = pinv_factors(s, alpha=0.0, n=n, D=D)
+    f = pinv_factors(s, alpha=alpha, n=n, D=D)
     return Vt.T @ (f[:, None] * (U.T @ B))
 
 

@@ -209,7 +209,7 @@ class QREWRLSRegressor(
         solver = self.__dict__.get("_solver")
         if not isinstance(solver, BatchSolver) or solver.orthogonal_only:
             return super()._learn_one(x, y)
-        outer = enclosing_call()  # before the lock (see enclosing_call)
+        enclosing_call()  # forgets a call an interrupt left set; before the lock (see there)
         with stream_lock(self):
             if self._stream_param_values != self._solver_params():
                 check_stream_params(self)
@@ -231,8 +231,7 @@ class QREWRLSRegressor(
                 raise
             # undone with the enclosing learning call (a forecaster's update) if that
             # fails later: the undo records run in reverse order
-            if outer is not None:
-                outer.undo.append(lambda: (solver.restore_one(record), self.__dict__.update(before)))
+            on_rollback(lambda: (solver.restore_one(record), self.__dict__.update(before)))
         return self
 
     @property

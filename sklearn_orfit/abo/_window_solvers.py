@@ -19,7 +19,7 @@ import numpy as np
 from scipy.linalg import lapack, qr, qr_delete, qr_insert, solve_triangular
 
 from ._kernels import (
-    EPS, lstsq_cutoff, lstsq_stack, min_norm_solve, pinv_factors, probes, ridge_from_factor, svd,
+    EPS, lstsq_cutoff, lstsq_stack, min_norm_solve, probes, ridge_from_factor,
 )
 from ._window import WindowBuffer, normalise_rows
 
@@ -399,18 +399,11 @@ class SlidingQR:
                     # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
                     return Q @ solve_triangular(R, Yw, trans="T", check_finite=False)
                 return solve_triangular(R, Q.T @ Yw, check_finite=False)
-        if alpha == 0.0:
-            # Ã = Rᵀ Qᵀ ⇒ β = Q pinv(Rᵀ) Ỹ;  Ã = Q R ⇒ β = pinv(R) Qᵀ Ỹ (Q: orthonormal columns)
-            if self.orientation == "columns":
-                return Q @ min_norm_solve(R.T, Yw, n=n_rows, D=D)
-            return min_norm_solve(R, Q.T @ Yw, n=n_rows, D=D)
-        U, s, Vt = svd(R)
-        f = pinv_factors(s, alpha=alpha, n=n_rows, D=D)
+        # Ã = Rᵀ Qᵀ ⇒ β = Q pinv(Rᵀ) Ỹ;  Ã = Q R ⇒ β = pinv(R) Qᵀ Ỹ (Q: orthonormal
+        # columns); with a ridge the same with s/(s² + α) for 1/s
         if self.orientation == "columns":
-            # Ã = Rᵀ Qᵀ = V s Uᵀ Qᵀ ⇒ β = Q U f(s) Vᵀ Ỹ
-            return Q @ (U @ (f[:, None] * (Vt @ Yw)))
-        # Ã = Q U s Vᵀ ⇒ β = V f(s) Uᵀ Qᵀ Ỹ
-        return Vt.T @ (f[:, None] * (U.T @ (Q.T @ Yw)))
+            return Q @ min_norm_solve(R.T, Yw, n=n_rows, D=D, alpha=alpha)
+        return min_norm_solve(R, Q.T @ Yw, n=n_rows, D=D, alpha=alpha)
 
 
 #: a slid factor is refactorised when its norm falls below this fraction of the largest
