@@ -14,8 +14,8 @@
 * :func:`lstsq_cutoff` and :func:`pinv_factors` — :func:`numpy.linalg.lstsq`'s cut-off and
   the factors ``f(s)`` that turn singular values into the solution's (pseudo-inverse or
   ridge);
-* :func:`min_norm_solve` — the minimum-norm least-squares solution of one factor with
-  lstsq's cut-off (LAPACK ``gelsd``, numpy's own driver, for larger factors);
+* :func:`min_norm_solve` — the minimum-norm (or ridge) least-squares solution of one
+  factor with lstsq's cut-off, from its SVD;
 * :func:`lstsq_stack` — the orthogonal route from scratch (QR, then an SVD of the small
   triangular factor);
 * :func:`solve_shifted` — a ridge with forgetting: the shifted systems ``(P + δΣ) x = b``
@@ -24,7 +24,6 @@
 
 import numpy as np
 from scipy.linalg import lapack, solve_triangular
-from scipy.linalg import lstsq as _scipy_lstsq
 from scipy.linalg import svd as _scipy_svd
 
 __all__ = [
@@ -301,27 +300,16 @@ def pinv_factors(s, *, alpha, n, D):
         return np.where(s > cut, 1.0 / np.where(s > cut, s, 1.0), 0.0)
 
 
-#: Factors of at least this order are solved by LAPACK ``gelsd`` rather than an explicit
-#: SVD: measured (one thread, a 1e-20 graded square factor) 1.5x faster at 128 and 500,
-#: 2x at 256; slower below 100 (scipy's call overhead)
-GELSD_MIN = 96
-
-
 def min_norm_solve(A, B, *, n, D, alpha=0.0):
     """``pinv(A) B`` with the singular values at or below :func:`lstsq_cutoff` of an
     ``n×D`` window treated as zero (``A`` a factor with the window's singular values);
     with ``alpha > 0`` the ridge solution ``V diag(s/(s² + α)) Uᵀ B``.
 
-    LAPACK ``gelsd`` (what :func:`numpy.linalg.lstsq` calls; ``U`` and ``V`` applied, not
-    formed) for ``A`` of order :data:`GELSD_MIN` or more without a ridge, else
-    ``V f(s) Uᵀ B`` from :func:`svd` (which falls back to ``gesvd``, as does this
-    function when ``gelsd`` does not converge). ``O(k³)`` for ``A`` of order ``k``.
+    ``V f(s) Uᵀ B`` from :func:`svd` (``gesdd``, ``gesvd`` where it does not converge):
+    ``O(k³)`` for ``A`` of order ``k``. (LAPACK ``gelsd`` on the factor was 1.5x faster
+    at order 500, but on the solver sweep's RFF window at ``N = D = 500``, ``λ = 0.9`` its
+    cut-off decisions left one step 2.4 bound units from the oracle: not used.)
     """
-    if not alpha and min(A.shape) >= GELSD_MIN:
-        try:
-            return _scipy_lstsq(A, B, cond=EPS * max(n, D), lapack_driver="gelsd", check_finite=False)[0]
-        except (np.linalg.LinAlgError, ValueError):
-            pass
     U, s, Vt = svd(A)
     f = pinv_factors(s, alpha=alpha, n=n, D=D)
     return Vt.T @ (f[:, None] * (U.T @ B))
