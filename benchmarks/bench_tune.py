@@ -27,7 +27,6 @@ import itertools
 import json
 import math
 import os
-import sys
 import tempfile
 import time
 

@@ -6,6 +6,7 @@ import pytest
 from _oracle import prequential_oracle, window_lstsq
 
 import sklearn_orfit.abo._kernels as kernels
+import sklearn_orfit.abo._window_solvers as window_solvers
 from sklearn_orfit import QREWRLSRegressor, prequential_predict
 
 EPS = np.finfo(np.float64).eps
@@ -291,3 +292,49 @@ def test_few_features_long_window(kind, lam, alpha):
                            for a in range(0, n, 250)])
     with np.errstate(over="ignore", under="ignore"):
         assert_matches_oracle(pred, Z, y, N=N, lam=lam, alpha=alpha, sample_weight=sw)
+
+
+@pytest.mark.parametrize("D, N, decades", [(64, 60, 11), (40, 100, 12)])
+def test_ill_conditioned_windows_clear_of_the_cutoff_need_no_svd(D, N, decades, monkeypatch):
+    # columns scaled over 11-12 decades: every window is far too ill-conditioned for the
+    # Gram routes (κ ≈ 1e11) yet clear of lstsq's cut-off (eps·max(n, D) ≈ 1e-14), where a
+    # triangular solve with the orthogonal route's factor is lstsq's answer. The cut-off
+    # test bounded κ₂(R) by n·κ₁(R), a factor n too loose: 127 windows of the first
+    # stream went to an SVD (O(n³) each; at N = 2000, D = 2048 seconds a row)
+    calls = []
+    real = window_solvers.min_norm_solve
+
+    def counted(*args, **kwargs):
+        calls.append(args[0].shape)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(window_solvers, "min_norm_solve", counted)
+    rng = np.random.default_rng(D + N)
+    Z = rng.standard_normal((3 * N, D)) * np.logspace(0, -decades, D)
+    y = rng.standard_normal(3 * N)
+    reg = QREWRLSRegressor(N)
+    pred = prequential_predict(reg, Z, y)
+    assert_matches_oracle(pred, Z, y, N=N)
+    assert reg.n_orthogonal_windows_ > 0  # the windows the test is about
+    assert calls == []
+
+
+@pytest.mark.parametrize("n", [60, 400])
+def test_cutoff_test_follows_the_two_norm_condition_number(n):
+    # clear_of_cutoff(R) ⇔ no singular value near eps·max(n, D)·s_max, judged with
+    # κ₂ ≤ √(κ₁κ_∞) and a margin of 10 for LAPACK's estimates
+    rng = np.random.default_rng(n)
+    U, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    V, _ = np.linalg.qr(rng.standard_normal((n, n)))
+
+    def factor(kappa):
+        return np.linalg.qr(U @ np.diag(np.logspace(0, -np.log10(kappa), n)) @ V.T)[1]
+
+    cut = EPS * n  # relative cut-off of an n×n window
+    assert kernels.clear_of_cutoff(factor(1e-3 / cut), n=n, D=n)
+    assert not kernels.clear_of_cutoff(factor(1.0 / cut), n=n, D=n)
+    assert not kernels.clear_of_cutoff(factor(10.0 / cut), n=n, D=n)
+    # a factor of an augmented (ridge) window only has to be invertible to rounding
+    assert kernels.clear_of_cutoff(factor(1e-3 / EPS), n=n, D=n, ridge=True)
+    assert not kernels.clear_of_cutoff(factor(1.0 / EPS), n=n, D=n, ridge=True)
+    assert not kernels.clear_of_cutoff(np.zeros((0, 0)), n=0, D=n)

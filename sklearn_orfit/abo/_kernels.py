@@ -22,6 +22,8 @@
   of a block's windows, by iteration against the block's factor of ``P``.
 """
 
+import math
+
 import numpy as np
 from scipy.linalg import lapack, solve_triangular
 from scipy.linalg import svd as _scipy_svd
@@ -30,6 +32,7 @@ __all__ = [
     "EPS",
     "GRAM_KAPPA_MAX",
     "cholesky",
+    "clear_of_cutoff",
     "lstsq_cutoff",
     "lstsq_stack",
     "min_norm_solve",
@@ -284,6 +287,32 @@ def lstsq_cutoff(s_max, *, n, D):
     largest singular value is ``s_max``: singular values at or below it are treated as
     zero."""
     return EPS * max(n, D) * s_max
+
+
+def clear_of_cutoff(R, *, n, D, ridge=False):
+    """Whether the triangular factor ``R`` of an ``n×D`` window (or of its transpose) has
+    no singular value near :func:`lstsq_cutoff`: a triangular solve with it is then
+    lstsq's solution, within ``eps·κ(R)``, in ``O(k²)`` for ``k×k`` ``R``.
+
+    ``κ₂(R) ≤ √(κ₁(R)·κ_∞(R))`` (``‖A‖₂² ≤ ‖A‖₁‖A‖_∞``, for ``R`` and ``R⁻¹``), and
+    LAPACK's estimates of ``‖R⁻¹‖₁`` and ``‖R⁻¹‖_∞`` (``dtrcon``) are rarely low by more
+    than a factor 10: no singular value is at the cut-off ``eps·max(n, D)·s_max`` when
+    ``√(rcond₁·rcond_∞) > 10·eps·max(n, D)``. ``ridge``: the factor of an augmented
+    window ``[Ã; √α I]``, which has no cut-off to follow (the ridge solution inverts
+    every singular value); it only has to be invertible to rounding,
+    ``√(rcond₁·rcond_∞) > 10·eps``.
+    """
+    if not R.size:
+        return False
+    rel = EPS if ridge else lstsq_cutoff(1.0, n=n, D=D)
+    r1, info = lapack.dtrcon(R, norm="1", uplo="U", diag="N")
+    if info != 0 or not r1 > 0.0:
+        return False
+    if r1 > 10.0 * R.shape[0] * rel:
+        return True  # κ₂ ≤ k·κ₁ for k×k R settles it without the second estimate
+    r_inf, info = lapack.dtrcon(R, norm="I", uplo="U", diag="N")
+    # (each square root apart: their product can underflow)
+    return info == 0 and math.sqrt(r1) * math.sqrt(max(r_inf, 0.0)) > 10.0 * rel
 
 
 def pinv_factors(s, *, alpha, n, D):

@@ -16,10 +16,10 @@ will overwrite) and ``n_orthogonal``. Here:
 """
 
 import numpy as np
-from scipy.linalg import lapack, qr, qr_delete, qr_insert, solve_triangular
+from scipy.linalg import qr, qr_delete, qr_insert, solve_triangular
 
 from ._kernels import (
-    EPS, lstsq_cutoff, lstsq_stack, min_norm_solve, probes, ridge_from_factor,
+    EPS, clear_of_cutoff, lstsq_cutoff, lstsq_stack, min_norm_solve, probes, ridge_from_factor,
 )
 from ._window import WindowBuffer, normalise_rows
 
@@ -385,20 +385,12 @@ class SlidingQR:
                 beta = ridge_from_factor(R, Q.T @ Yw, alpha)
                 if beta is not None:
                     return beta
-        if alpha == 0.0 and R.shape[0] == R.shape[1] and R.size:
-            rcond, info = lapack.dtrcon(R, norm="1", uplo="U", diag="N")
-            # κ₂(R) ≤ n/rcond₁, and LAPACK's estimate of ‖R⁻¹‖₁ is rarely low by more than
-            # a factor 10: no singular value is at lstsq's cut-off eps·max(n, D)·s_max when
-            # rcond₁ > 10·n·eps·max(n, D). The augmented factors of a ridge have no cut-off
-            # to follow (the ridge solution inverts every singular value): their triangular
-            # solve is within eps·κ(R), the oracle's own bound, once R is invertible.
-            k = R.shape[0]
-            limit = 10 * k * (EPS if self.root_alpha else lstsq_cutoff(1.0, n=n_rows, D=D))
-            if info == 0 and rcond > limit:
-                if self.orientation == "columns":
-                    # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
-                    return Q @ solve_triangular(R, Yw, trans="T", check_finite=False)
-                return solve_triangular(R, Q.T @ Yw, check_finite=False)
+        if alpha == 0.0 and R.shape[0] == R.shape[1] and clear_of_cutoff(
+                R, n=n_rows, D=D, ridge=bool(self.root_alpha)):
+            if self.orientation == "columns":
+                # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
+                return Q @ solve_triangular(R, Yw, trans="T", check_finite=False)
+            return solve_triangular(R, Q.T @ Yw, check_finite=False)
         # Ã = Rᵀ Qᵀ ⇒ β = Q pinv(Rᵀ) Ỹ;  Ã = Q R ⇒ β = pinv(R) Qᵀ Ỹ (Q: orthonormal
         # columns); with a ridge the same with s/(s² + α) for 1/s
         if self.orientation == "columns":
@@ -524,11 +516,7 @@ class SlidingR:
         if alpha and not self.ridge_in_factor:
             beta = ridge_from_factor(R, d, alpha)
             return lstsq_stack(R[None], d[None], alpha=alpha)[0][0] if beta is None else beta
-        rcond, info = lapack.dtrcon(R, norm="1", uplo="U", diag="N")
-        # as SlidingQR.solve: no singular value at lstsq's cut-off when rcond₁ is well
-        # above it; a factor with its ridge rows has no cut-off to follow
-        limit = 10 * D * (EPS if self.ridge_in_factor else lstsq_cutoff(1.0, n=self.n, D=D))
-        if info == 0 and rcond > limit:
+        if clear_of_cutoff(R, n=self.n, D=D, ridge=self.ridge_in_factor):
             return solve_triangular(R, d, check_finite=False)
         return min_norm_solve(R, d, n=self.n + (D if self.ridge_in_factor else 0), D=D)
 
