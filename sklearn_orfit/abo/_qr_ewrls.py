@@ -88,7 +88,9 @@ class QREWRLSRegressor(
           (``κ(W½Z) ≳ 1e3``), or that is rank deficient, goes to the orthogonal route: an
           economic QR factorisation of the window (of the ridge-augmented window when
           ``alpha > 0``) slid from row to row (``O(N·D)``), the same cut-off as
-          :func:`numpy.linalg.lstsq`. Nothing is carried between windows in a way that
+          :func:`numpy.linalg.lstsq`: a triangular solve with the factor (``O(N²)``)
+          when no singular value can be near that cut-off (``κ₂ ≤ √(κ₁κ_∞)`` from
+          LAPACK's condition estimates), an SVD of the factor (``O(N³)``) otherwise. Nothing is carried between windows in a way that
           could drift: factors are recomputed, not updated, every block.
         * ``"svd"`` — every window from scratch on the orthogonal route (QR + SVD of the
           window). Slowest; the reference.
