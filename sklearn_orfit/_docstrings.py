@@ -17,6 +17,12 @@ ROWS = """\
 X : array-like of shape (n_samples, n_features)
     Rows."""
 
+#: the Parameters section of a call whose only argument is ``X``, the rows it reads
+ROWS_PARAMETERS = """\
+Parameters
+----------
+""" + ROWS
+
 #: the ``X`` entry of a call that learns a chunk of a stream
 STREAM_X = """\
 X : array-like of shape (n_samples, n_features)
@@ -63,8 +69,42 @@ N_WINDOW = """\
 n_window_ : int
     Rows in the current window (``min(n_samples_seen_, window_size)``)."""
 
+#: the Attributes of a sliding-window linear regressor that it shares with the others
+WINDOW_ATTRIBUTES = LINEAR_COEF + """
+n_features_in_ : int
+    Number of features.
+""" + "\n".join((FEATURE_NAMES_IN, SAMPLES_SEEN, N_WINDOW))
+
+#: the start of the Examples of a streaming regressor: a stream of 300 rows of 3
+#: features, ``y`` linear in them with a little noise
+EXAMPLE_STREAM = """\
+>>> import numpy as np
+>>> rng = np.random.default_rng(0)
+>>> X = rng.normal(size=(300, 3))
+>>> y = X @ np.array([1.0, -2.0, 0.5]) + 0.01 * rng.normal(size=300)"""
+
+#: the Examples of a linear streaming regressor ``reg``, made just before: it learns
+#: :data:`EXAMPLE_STREAM` prequentially and finds its coefficients
+LINEAR_EXAMPLE = EXAMPLE_STREAM + """
+>>> from sklearn_orfit import prequential_predict
+>>> y_pred = prequential_predict(reg, X, y)
+>>> float(np.mean((y[50:] - y_pred[50:]) ** 2)) < 1e-3
+True
+>>> reg.coef_.round(2)
+array([ 1. , -2. ,  0.5])"""
+
+#: the sizes of a window solver (or of its buffer), in its Parameters
+SOLVER_SIZES = """\
+window_size, n_features, n_targets : int
+    ``N``, ``D`` and the columns of the targets."""
+
+#: the sizes and the weighting of a window solver, in its Parameters
+SOLVER_PARAMETERS = SOLVER_SIZES + """
+forgetting_factor, alpha : float
+    ``λ`` and the ridge ``α``."""
+
 _SHARED = {
-    "rows": ROWS,
+    "rows_parameters": ROWS_PARAMETERS,
     "stream_x": STREAM_X,
     "stream_rows": STREAM_ROWS,
     "linear_coef": LINEAR_COEF,
@@ -74,6 +114,11 @@ _SHARED = {
     "window_size": WINDOW_SIZE,
     "window_forgetting_factor": WINDOW_FORGETTING_FACTOR,
     "n_window": N_WINDOW,
+    "window_attributes": WINDOW_ATTRIBUTES,
+    "example_stream": EXAMPLE_STREAM,
+    "linear_example": LINEAR_EXAMPLE,
+    "solver_sizes": SOLVER_SIZES,
+    "solver_parameters": SOLVER_PARAMETERS,
 }
 
 

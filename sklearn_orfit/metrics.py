@@ -40,21 +40,48 @@ __all__ = [
 _MULTIOUTPUT = ("uniform_average", "raw_values")
 
 # the docstring blocks the error functions share (see fill_doc)
-_fill_doc = fill_doc(
-    y_true_y_pred="""\
+_Y_TRUE_Y_PRED = """\
 y_true : array-like of shape (n_samples,) or (n_samples, n_outputs)
     Targets, in stream order.
 y_pred : array-like of the same shape
-    Prequential predictions.""",
+    Prequential predictions."""
+# the Parameters of the weighted means, root_mean_squared_error and mean_absolute_error
+_WEIGHTED_PARAMETERS = "Parameters\n----------\n" + _Y_TRUE_Y_PRED + """
+sample_weight : array-like of shape (n_samples,), default=None
+    Weights of the rows (finite, >= 0, not all zero): the mean over the rows of a
+    row's term ``a_t`` (``(y_t − ŷ_t)²`` or ``|y_t − ŷ_t|``) is
+    ``Σ_t w_t a_t / Σ_t w_t``. ``None``: every row weighs 1.
+multioutput : {"uniform_average", "raw_values"} or array-like of shape \
+        (n_outputs,), default="uniform_average"
+    With several outputs: average the per-output values ``L_j``, return them all, or
+    average them with these weights ``v_j`` (``Σ_j v_j L_j / Σ_j v_j``; 2-D input
+    only)."""
+# the references: the ABO paper (its scores) and Hyndman & Koehler (the naive forecast
+# and the scaled errors)
+_ABO_REFERENCE = """\
+ABO: "Adaptive Benign Overfitting (ABO): Overparameterized RLS for Online Learning
+in Non-stationary Time-series", §3.3."""
+_HYNDMAN_KOEHLER = """\
+R. J. Hyndman and A. B. Koehler, "Another look at measures of forecast accuracy",
+International Journal of Forecasting 22(4), 679–688, 2006."""
+_REFERENCES = "References\n----------\n"
+
+_fill_doc = fill_doc(
+    y_true_y_pred=_Y_TRUE_Y_PRED,
     multioutput="""\
 multioutput : {"uniform_average", "raw_values"}, default="uniform_average"
     With several outputs: average the per-output values, or return them all.""",
-    abo_reference="""\
-ABO: "Adaptive Benign Overfitting (ABO): Overparameterized RLS for Online Learning
-in Non-stationary Time-series", §3.3.""",
-    hyndman_koehler="""\
-R. J. Hyndman and A. B. Koehler, "Another look at measures of forecast accuracy",
-International Journal of Forecasting 22(4), 679–688, 2006.""",
+    weighted_parameters=_WEIGHTED_PARAMETERS,
+    # the Returns section of an error measure, up to the description of ``loss``, which
+    # follows the placeholder, indented under it
+    loss_returns="""\
+Returns
+-------
+loss : float or ndarray of shape (n_outputs,)""",
+    # the References section: one of the two, or both
+    abo_references=_REFERENCES + _ABO_REFERENCE,
+    hyndman_koehler_references=_REFERENCES + _HYNDMAN_KOEHLER,
+    both_references=f"{_REFERENCES}{_ABO_REFERENCE}\n\n{_HYNDMAN_KOEHLER}",
 )
 
 # Scores are reported in the series' units squared (ResMSE) and to the fourth power
@@ -170,6 +197,15 @@ def _reduce_outputs(values, multioutput):
     return float(np.average(values, weights=weights))
 
 
+def _output_losses(y_true, y_pred, multioutput, loss):
+    """``loss(e)`` (one value per output) of the errors ``e``, reduced over the outputs
+    as ``multioutput`` says; a name is checked before ``loss`` runs, weights after."""
+    e = _errors(y_true, y_pred)
+    if isinstance(multioutput, str):
+        _check_multioutput(multioutput, weights=True)
+    return _reduce_outputs(loss(e), multioutput)
+
+
 @_fill_doc
 def res_mse(y_true, y_pred, *, multioutput="uniform_average"):
     """Residual mean squared error: the mean of ``(y_t − ŷ_t)²`` over the stream.
@@ -179,9 +215,7 @@ def res_mse(y_true, y_pred, *, multioutput="uniform_average"):
     {y_true_y_pred}
     {multioutput}
 
-    Returns
-    -------
-    loss : float or ndarray of shape (n_outputs,)
+    {loss_returns}
         ``mean_t e_t²`` (lower is better).
 
     See Also
@@ -195,9 +229,7 @@ def res_mse(y_true, y_pred, *, multioutput="uniform_average"):
     the ABO paper (ResMSE, §3.3), where the predictions are prequential. Cost:
     O(n_samples · n_outputs) time, one temporary array of the input's size.
 
-    References
-    ----------
-    {abo_reference}
+    {abo_references}
 
     Examples
     --------
@@ -224,9 +256,7 @@ def res_var(y_true, y_pred, *, multioutput="uniform_average"):
         Prequential predictions.
     {multioutput}
 
-    Returns
-    -------
-    loss : float or ndarray of shape (n_outputs,)
+    {loss_returns}
         ``var(e_t², ddof=1)`` (lower is better).
 
     See Also
@@ -238,9 +268,7 @@ def res_var(y_true, y_pred, *, multioutput="uniform_average"):
     ResVAR of the ABO paper (§3.3). Cost: O(n_samples · n_outputs) time, temporaries
     of the input's size.
 
-    References
-    ----------
-    {abo_reference}
+    {abo_references}
 
     Examples
     --------
@@ -279,9 +307,7 @@ def residual_statistics(y_true, y_pred):
     -----
     Cost: O(n_samples · n_outputs) time, temporaries of the input's size.
 
-    References
-    ----------
-    {abo_reference}
+    {abo_references}
 
     Examples
     --------
@@ -309,20 +335,9 @@ def root_mean_squared_error(
 ):
     """Root mean squared error: ``sqrt(mean_t (y_t − ŷ_t)²)``, per output.
 
-    Parameters
-    ----------
-    {y_true_y_pred}
-    sample_weight : array-like of shape (n_samples,), default=None
-        Weights of the rows (finite, >= 0, not all zero): the mean over the rows is
-        ``Σ_t w_t (y_t − ŷ_t)² / Σ_t w_t``. ``None``: every row weighs 1.
-    multioutput : {"uniform_average", "raw_values"} or array-like of shape \
-            (n_outputs,), default="uniform_average"
-        With several outputs: average the per-output RMSEs, return them all, or average
-        them with these weights (``Σ_j v_j RMSE_j / Σ_j v_j``; 2-D input only).
+    {weighted_parameters}
 
-    Returns
-    -------
-    loss : float or ndarray of shape (n_outputs,)
+    {loss_returns}
         The RMSE (lower is better), in the units of the target.
 
     See Also
@@ -349,30 +364,17 @@ def root_mean_squared_error(
     >>> root_mean_squared_error([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], sample_weight=[1, 1, 0])
     0.7071067811865476
     """
-    e = _errors(y_true, y_pred)
-    if isinstance(multioutput, str):
-        _check_multioutput(multioutput, weights=True)
-    return _reduce_outputs(np.sqrt(_weighted_average(e * e, sample_weight)), multioutput)
+    return _output_losses(y_true, y_pred, multioutput,
+                          lambda e: np.sqrt(_weighted_average(e * e, sample_weight)))
 
 
 @_fill_doc
 def mean_absolute_error(y_true, y_pred, *, sample_weight=None, multioutput="uniform_average"):
     """Mean absolute error: ``mean_t |y_t − ŷ_t|``, per output.
 
-    Parameters
-    ----------
-    {y_true_y_pred}
-    sample_weight : array-like of shape (n_samples,), default=None
-        Weights of the rows (finite, >= 0, not all zero): the mean over the rows is
-        ``Σ_t w_t |y_t − ŷ_t| / Σ_t w_t``. ``None``: every row weighs 1.
-    multioutput : {"uniform_average", "raw_values"} or array-like of shape \
-            (n_outputs,), default="uniform_average"
-        With several outputs: average the per-output values, return them all, or
-        average them with these weights (2-D input only).
+    {weighted_parameters}
 
-    Returns
-    -------
-    loss : float or ndarray of shape (n_outputs,)
+    {loss_returns}
         The MAE (lower is better), in the units of the target.
 
     See Also
@@ -397,10 +399,8 @@ def mean_absolute_error(y_true, y_pred, *, sample_weight=None, multioutput="unif
     >>> mean_absolute_error([1.0, 2.0, 3.0], [1.0, 1.0, 1.0], sample_weight=[0, 1, 3])
     1.75
     """
-    e = _errors(y_true, y_pred)
-    if isinstance(multioutput, str):
-        _check_multioutput(multioutput, weights=True)
-    return _reduce_outputs(_weighted_average(np.abs(e), sample_weight), multioutput)
+    return _output_losses(y_true, y_pred, multioutput,
+                          lambda e: _weighted_average(np.abs(e), sample_weight))
 
 
 def _lag(season, horizon):
@@ -445,9 +445,7 @@ def naive_forecast(series, *, season=1, horizon=1):
     walk) forecast and its seasonal form. Cost: O(n_samples · n_outputs) time and one
     output array; no other memory.
 
-    References
-    ----------
-    {hyndman_koehler}
+    {hyndman_koehler_references}
 
     Examples
     --------
@@ -532,9 +530,7 @@ def mean_absolute_scaled_error(
         With several outputs: average the per-output values (each output has its own
         scale), or return them all.
 
-    Returns
-    -------
-    loss : float or ndarray of shape (n_outputs,)
+    {loss_returns}
         MASE (lower is better); below 1 the forecasts have a smaller MAE than the
         in-sample one-step seasonal-naive forecast.
 
@@ -557,9 +553,7 @@ def mean_absolute_scaled_error(
     defined for zero targets and compares across series of different scales.
     Cost: O((n_samples + n_train) · n_outputs) time, temporaries of the inputs' size.
 
-    References
-    ----------
-    {hyndman_koehler}
+    {hyndman_koehler_references}
 
     Examples
     --------
@@ -651,9 +645,7 @@ def skill_score(y_true, y_pred, y_reference, *, metric="mse"):
     relative measures. Cost: O(n_samples · n_outputs) time, temporaries of the input's
     size.
 
-    References
-    ----------
-    {hyndman_koehler}
+    {hyndman_koehler_references}
 
     Examples
     --------
@@ -868,11 +860,7 @@ def forecast_scores(y_true, y_pred, *, season=None, horizon=1, y_train=None):
     follow Hyndman & Koehler (2006). Cost: O(n_samples + n_train) time and a few
     temporaries of the input's size.
 
-    References
-    ----------
-    {abo_reference}
-
-    {hyndman_koehler}
+    {both_references}
 
     Examples
     --------

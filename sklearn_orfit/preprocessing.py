@@ -381,9 +381,7 @@ class RecursiveStandardScaler(_StreamingTransformerMixin, OneToOneFeatureMixin,
     def transform(self, X):
         """Scale with the current statistics (no update).
 
-        Parameters
-        ----------
-        {rows}
+        {rows_parameters}
 
         Returns
         -------

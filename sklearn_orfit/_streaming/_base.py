@@ -643,9 +643,7 @@ class PredictMixin:
     def predict(self, X):
         """Predict with the current state (no learning).
 
-        Parameters
-        ----------
-        {rows}
+        {rows_parameters}
 
         Returns
         -------

@@ -22,6 +22,7 @@ import numpy as np
 from scipy.linalg import lapack
 from scipy.linalg.blas import dnrm2, idamax
 
+from .._docstrings import fill_doc
 from ._window import (
     OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate, moderate_squared, normalise_rows,
 )
@@ -37,15 +38,13 @@ _SHIFT_MAX = 1e200
 _PRIMAL_RANGE = 1e50
 
 
+@fill_doc()
 class BatchSolver:
     """Each window solved from scratch (see the module docstring).
 
     Parameters
     ----------
-    window_size, n_features, n_targets : int
-        ``N``, ``D`` and the columns of the targets.
-    forgetting_factor, alpha : float
-        ``λ`` and ``α``.
+    {solver_parameters}
     orthogonal_only : bool, default=False
         Send every window to the orthogonal route (``solver="svd"``).
     dual : bool, default=None

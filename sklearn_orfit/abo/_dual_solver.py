@@ -32,6 +32,7 @@ orthogonal route (:class:`SlidingQR`), which is kept slid while it is in use.
 import numpy as np
 from scipy.linalg import lapack
 
+from .._docstrings import fill_doc
 from ._window import normalise_rows
 from ._kernels import GRAM_KAPPA_MAX, cholesky, lstsq_cutoff, solve_shifted, solve_stack
 from ._window_solvers import (
@@ -200,22 +201,16 @@ class _DualBlock(ReferenceWindow):
         self.m += n
 
 
+@fill_doc()
 class DualSolver(CoreBlockSolver):
     """Windowed minimum-norm least squares for ``D ≥ N`` in ``O(N·D + N²)`` a row.
 
     Parameters
     ----------
-    window_size : int
-        ``N``.
-    n_features : int
-        ``D``.
-    n_targets : int
-        Columns of the targets.
-    forgetting_factor : float
-        ``λ``.
-    alpha : float
-        Ridge ``α``; ``alpha > 0`` requires ``forgetting_factor == 1`` on this route
-        (the ridge does not scale with the weights).
+    {solver_sizes}
+    forgetting_factor, alpha : float
+        ``λ`` and the ridge ``α``; ``alpha > 0`` requires ``forgetting_factor == 1`` on
+        this route (the ridge does not scale with the weights).
     block_size : int, default=None
         ``b``; :func:`default_block_size` when None.
 
@@ -265,10 +260,8 @@ class DualSolver(CoreBlockSolver):
         for the coefficients. With ``seg`` (the new rows of a segment, see
         :meth:`_refine_windows`) the windows to refine are refined here, together.
         """
-        nw, c = lo.size, self.c
-        route = np.full(nw, ORTHOGONAL)
-        pred = np.zeros((nw, c))
-        parts = [None] * nw
+        c = self.c
+        route, pred, parts = self._unsolved(lo.size)
         if not blk.core_ok:
             return route, pred, parts
         if self.alpha == 0.0:

@@ -15,6 +15,7 @@ An orthogonal row rotation ``T`` maps ``R → T R``, ``R⁺ → R⁺ Tᵀ``, ``�
 import numpy as np
 from scipy.linalg.blas import dnrm2
 
+from .._docstrings import fill_doc
 from ._kernels import lstsq_cutoff, svd
 from ._window import WindowBuffer, normalise_rows
 
@@ -277,15 +278,13 @@ def _norm(v):
     return dnrm2(np.ascontiguousarray(v, dtype=np.float64).ravel()) if v.size else 0.0
 
 
+@fill_doc()
 class GivensSolver:
     """The window solver interface around :class:`GivensWindow` (``solver="givens"``).
 
     Parameters
     ----------
-    window_size, n_features, n_targets : int
-        ``N``, ``D`` and the columns of the targets.
-    forgetting_factor, alpha : float
-        ``λ`` and ``α``.
+    {solver_parameters}
     """
 
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha):

@@ -30,6 +30,7 @@ orthogonal route (:class:`SlidingR` for a window of at least ``2D`` rows,
 import numpy as np
 from scipy.linalg import lapack
 
+from .._docstrings import fill_doc
 from ._kernels import GRAM_KAPPA_MAX, cholesky, probes, solve_shifted, solve_stack
 from ._window_solvers import (
     FAST, ORTHOGONAL, CoreBlockSolver, ReferenceWindow, _principal_blocks,
@@ -256,21 +257,13 @@ class _WindowGram:
             self.refresh(buf)  # the scale drifted out of range: start again from the window
 
 
+@fill_doc()
 class PrimalSolver(CoreBlockSolver):
     """Windowed least squares for ``D < N`` in ``O(D² + D·b + b³)`` a row.
 
     Parameters
     ----------
-    window_size : int
-        ``N``.
-    n_features : int
-        ``D``.
-    n_targets : int
-        Columns of the targets.
-    forgetting_factor : float
-        ``λ``.
-    alpha : float
-        Ridge ``α``.
+    {solver_parameters}
     block_size : int, default=None
         ``b``; :func:`primal_block_size` when None.
 
@@ -335,10 +328,8 @@ class PrimalSolver(CoreBlockSolver):
         ``/s`` for the rows at periphery positions ``new`` and, per window, the
         coefficients' periphery part ``m = C⁻¹ ν∘(R_Iᵀ h_I)``.
         """
-        nw, c = lo.size, self.c
-        route = np.full(nw, ORTHOGONAL)
-        pred = np.zeros((nw, c))
-        parts = [None] * nw
+        c = self.c
+        route, pred, parts = self._unsolved(lo.size)
         if not blk.core_ok:
             return route, pred, parts
         for sel, idx, valid in self._windows(lo, hi):

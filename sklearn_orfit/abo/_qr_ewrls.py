@@ -50,10 +50,10 @@ class QREWRLSRegressor(
         β_t = argmin_β Σ_i w_i (y_i − z_iᵀβ)² + α‖β‖²     (minimum ℓ2 norm when α = 0)
             = pinv(W½ Z_t) W½ Y_t                          (α = 0)
 
-    Both regimes are covered: ``D ≤ N`` (classical least squares) and ``D > N``
-    (overparameterised: ``β_t`` interpolates the window, and then does not depend on
-    ``λ``). Feed it random Fourier features (:class:`RandomFourierFeatures`) to get the
-    ABO model of the paper.
+    With ``D`` features, both regimes are covered: ``D ≤ N`` (classical least squares)
+    and ``D > N`` (overparameterised: ``β_t`` interpolates the window, and then does not
+    depend on ``λ``). Feed it random Fourier features (:class:`RandomFourierFeatures`) to
+    get the ABO model of the paper.
 
     Parameters
     ----------
@@ -103,12 +103,7 @@ class QREWRLSRegressor(
 
     Attributes
     ----------
-    {linear_coef}
-    n_features_in_ : int
-        Number of features ``D``.
-    {feature_names_in}
-    {samples_seen}
-    {n_window}
+    {window_attributes}
     n_orthogonal_windows_ : int
         Windows of the ``"auto"`` solver that were sent to the orthogonal route since the
         last :meth:`fit` (ill-conditioned or rank-deficient windows).
@@ -176,17 +171,11 @@ class QREWRLSRegressor(
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sklearn_orfit import QREWRLSRegressor, prequential_predict
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(200, 3))
-    >>> y = X @ np.array([1.0, -2.0, 0.5])
-    >>> reg = QREWRLSRegressor(window_size=10)
-    >>> y_pred = prequential_predict(reg, X, y)
-    >>> float(np.abs(y_pred[10:] - y[10:]).max()) < 1e-9
-    True
-    >>> reg.coef_.round(6)
-    array([ 1. , -2. ,  0.5])
+    >>> from sklearn_orfit import QREWRLSRegressor
+    >>> reg = QREWRLSRegressor(window_size=20)
+    {linear_example}
+    >>> reg.n_window_, reg.rank_
+    (20, 3)
     """
 
     _parameter_constraints: dict = {

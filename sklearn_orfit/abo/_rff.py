@@ -179,13 +179,11 @@ class RandomFourierFeatures(
         self._scale = np.sqrt(2.0 / self.n_components)
         self._n_features_out = self.n_components
 
+    @fill_doc()
     def transform(self, X):
         """Apply the feature map.
 
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Input rows.
+        {rows_parameters}
 
         Returns
         -------

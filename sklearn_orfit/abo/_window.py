@@ -9,6 +9,7 @@ which is the Jacobi scaling the Gram-based solvers need anyway.
 import numpy as np
 from scipy.linalg.blas import dnrm2
 
+from .._docstrings import fill_doc
 from ._kernels import svd
 
 __all__ = ["OVERFLOW_MESSAGE", "WindowBuffer", "moderate", "moderate_squared", "normalise_rows"]
@@ -93,17 +94,13 @@ def _norm_overflow():
     )
 
 
+@fill_doc()
 class WindowBuffer:
     """The last ``N`` rows of a stream, in a ring.
 
     Parameters
     ----------
-    window_size : int
-        ``N``.
-    n_features : int
-        ``D``.
-    n_targets : int
-        Columns of the targets.
+    {solver_sizes}
     gram : bool
         Also keep ``G[i, j] = ẑ_i·ẑ_j`` over the ring's slots (``N×N``), updated with one
         row and column per new row.

@@ -621,6 +621,13 @@ class CoreBlockSolver:
             return self._refined(blk, lo, hi, parts[0])
         return self._orthogonal_beta()
 
+    def _unsolved(self, n_windows):
+        """What :meth:`_solve_windows` starts from, and returns when the block's core
+        could not be factorised: every window on the orthogonal route, zero predictions,
+        no parts."""
+        return (np.full(n_windows, ORTHOGONAL), np.zeros((n_windows, self.c)),
+                [None] * n_windows)
+
     def checkpoint(self, n_rows):
         """A record to undo the next ``n_rows`` rows with (see :meth:`restore`)."""
         blk = self.block

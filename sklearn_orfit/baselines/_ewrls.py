@@ -97,17 +97,9 @@ class EWRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixin
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sklearn_orfit import EWRLSRegressor, prequential_predict
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(300, 3))
-    >>> y = X @ np.array([1.0, -2.0, 0.5]) + 0.01 * rng.normal(size=300)
+    >>> from sklearn_orfit import EWRLSRegressor
     >>> reg = EWRLSRegressor(forgetting_factor=0.99)
-    >>> y_pred = prequential_predict(reg, X, y)
-    >>> float(np.mean((y[50:] - y_pred[50:]) ** 2)) < 1e-3
-    True
-    >>> reg.coef_.round(2)
-    array([ 1. , -2. ,  0.5])
+    {linear_example}
     """
 
     _parameter_constraints: dict = {

@@ -47,12 +47,7 @@ class QRDRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixi
 
     Attributes
     ----------
-    {linear_coef}
-    n_features_in_ : int
-        Number of features ``d``.
-    {feature_names_in}
-    {samples_seen}
-    {n_window}
+    {window_attributes}
     n_refactorizations_ : int
         Downdates that rounding made indefinite and that were replaced by a
         factorisation of the window from scratch, since the last :meth:`fit`.
@@ -112,17 +107,9 @@ class QRDRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixi
 
     Examples
     --------
-    >>> import numpy as np
-    >>> from sklearn_orfit import QRDRLSRegressor, prequential_predict
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(200, 3))
-    >>> y = X @ np.array([1.0, -2.0, 0.5]) + 0.01 * rng.normal(size=200)
+    >>> from sklearn_orfit import QRDRLSRegressor
     >>> reg = QRDRLSRegressor(window_size=30)
-    >>> y_pred = prequential_predict(reg, X, y)
-    >>> float(np.mean((y[30:] - y_pred[30:]) ** 2)) < 1e-3
-    True
-    >>> reg.coef_.round(2)
-    array([ 1. , -2. ,  0.5])
+    {linear_example}
     """
 
     _parameter_constraints: dict = {

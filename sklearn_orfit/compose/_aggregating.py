@@ -487,11 +487,8 @@ class AggregatingRegressor(StreamingRegressorMixin, RegressorMixin, _BaseComposi
 
     Examples
     --------
-    >>> import numpy as np
+    {example_stream}
     >>> from sklearn_orfit import AggregatingRegressor, QREWRLSRegressor
-    >>> rng = np.random.default_rng(0)
-    >>> X = rng.normal(size=(300, 3))
-    >>> y = X @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=300)
     >>> agg = AggregatingRegressor([("short", QREWRLSRegressor(5)),
     ...                             ("long", QREWRLSRegressor(100))])
     >>> y_pred = agg.prequential_predict(X, y)
@@ -571,9 +568,7 @@ class AggregatingRegressor(StreamingRegressorMixin, RegressorMixin, _BaseComposi
     def predict_experts(self, X):
         """Every expert's prediction (no learning).
 
-        Parameters
-        ----------
-        {rows}
+        {rows_parameters}
 
         Returns
         -------

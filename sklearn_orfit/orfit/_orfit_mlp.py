@@ -269,9 +269,7 @@ class ORFitMLPRegressor(
     def jacobian(self, X):
         """The Jacobian of the network's outputs with respect to its parameters.
 
-        Parameters
-        ----------
-        {rows}
+        {rows_parameters}
 
         Returns
         -------
