@@ -37,7 +37,7 @@ from ._window_solvers import (
     forgetting_block_size,
 )
 
-__all__ = ["PrimalSolver", "primal_block_size"]
+__all__ = ["PrimalSolver", "direct_shifts", "primal_block_size"]
 
 # weights relative to the start of a block stay below this factor (λ^-b)
 _WEIGHT_RANGE = 1e100
@@ -49,21 +49,53 @@ _WEIGHT_RANGE = 1e100
 #: reached 10^11 and were wrong by 10^-4 relative while their probes read 10^5.
 WOODBURY_KAPPA_MAX = 1e9
 
+#: Largest ``D`` for which a ridge with forgetting may form and factorise each window's own
+#: matrix ``P + δΣ`` (see :func:`direct_shifts`). Measured against the iteration (one BLAS
+#: thread, ``α`` from 1e-12 to 10, the sweep's six kinds of data): at ``D = 64``,
+#: ``λ = 0.9`` 2.3-2.6× less time a row after the fill (median); at ``D = 90``-``96``
+#: 1.2-1.5× less at the median but up to 1.7× more where a tiny ridge sends the wider
+#: blocks' windows to the orthogonal route, and at ``λ = 0.999`` 1.25× more.
+DIRECT_SHIFT_MAX_D = 64
+
+
+def _full_block_size(window_size, n_features, forgetting_factor):
+    """``b ≈ 3√D``, capped so that the relative weights ``λ^-b`` stay below ``1e100``."""
+    b = max(8, round(3.0 * np.sqrt(n_features)))
+    if forgetting_factor < 1.0:
+        b = min(b, int(np.log(_WEIGHT_RANGE) / -np.log(forgetting_factor)))
+    return int(max(1, min(b, window_size)))
+
+
+def direct_shifts(window_size, n_features, forgetting_factor, alpha):
+    """Whether a ridge with forgetting solves each window's matrix ``P + δΣ`` directly.
+
+    The iteration against the block's factor (:func:`~._kernels.solve_shifted`) needs the
+    shifts of a block within :data:`~._window_solvers.SHIFT_SPREAD`, which at ``λ = 0.9``
+    allows blocks of 4 rows: the core's factorisation and the block's fixed costs then
+    come every 4 rows. When that limit is shorter than the full block and ``D`` is small
+    (:data:`DIRECT_SHIFT_MAX_D`), the blocks keep their full length and each window's
+    ``D×D`` matrix is formed and solved (``O(D²·b + D³)`` a row, no iteration).
+    """
+    return bool(alpha > 0 and forgetting_factor < 1.0 and n_features <= DIRECT_SHIFT_MAX_D
+                and forgetting_block_size(forgetting_factor)
+                < _full_block_size(window_size, n_features, forgetting_factor))
+
 
 def primal_block_size(window_size, n_features, forgetting_factor, alpha=0.0):
     """``b ≈ 3√D`` (the core's ``O(D³/b)`` against the periphery's ``O(b³)``), capped so
-    that the relative weights ``λ^-b`` stay below ``1e100``.
+    that the relative weights ``λ^-b`` stay below ``1e100`` and, for a ridge with
+    forgetting solved by iteration, so that the shifts stay within
+    :data:`~._window_solvers.SHIFT_SPREAD` (see :func:`direct_shifts`).
 
     The constant was measured (two solvers fed the same calls alternately, one period of
     ``N`` rows): against ``2√D``, 4 % less time a row at ``D = 256``, 13 % at ``D = 1024``,
     11 % at ``D = 64``; ``4√D`` is slower again at ``D = 256``.
     """
-    b = max(8, round(3.0 * np.sqrt(n_features)))
-    if forgetting_factor < 1.0:
-        b = min(b, int(np.log(_WEIGHT_RANGE) / -np.log(forgetting_factor)))
-        if alpha > 0:
-            b = min(b, forgetting_block_size(forgetting_factor))
-    return int(max(1, min(b, window_size)))
+    b = _full_block_size(window_size, n_features, forgetting_factor)
+    if (alpha > 0 and forgetting_factor < 1.0
+            and not direct_shifts(window_size, n_features, forgetting_factor, alpha)):
+        b = min(b, forgetting_block_size(forgetting_factor))
+    return int(max(1, b))
 
 
 class _PrimalBlock(ReferenceWindow):
@@ -72,9 +104,9 @@ class _PrimalBlock(ReferenceWindow):
     # periphery arrays, by the axes their periphery position runs along: the restore of an
     # interrupted call zeroes them beyond the restored counter ``m`` (as when created)
     PERIPHERY = {"slot": (0,), "R": (1,), "T": (0, 1), "nu": (0,), "wy": (0,), "e": (0,),
-                 "rphi": (0,), "zd2": (0,)}
+                 "rphi": (0,), "zd2": (0,), "U": (1,)}
 
-    def __init__(self, *, buf, block_size, lam, alpha, c, gram):
+    def __init__(self, *, buf, block_size, lam, alpha, c, gram, direct):
         self.buf = buf
         # a ridge with forgetting: the block's factor has the ridge of its reference
         # window j_ref (its middle); window j's is λ^-(j − j_ref) times it (see delta)
@@ -111,6 +143,11 @@ class _PrimalBlock(ReferenceWindow):
         S /= d[:, None]
         S /= d[None, :]
         self.nSA = float(np.sqrt(np.einsum("ij,ij->", S, S)))
+        # a ridge with forgetting at small D solves each window's own matrix: it needs the
+        # scaled core matrix and the periphery's scaled rows ẑ_p/d (none otherwise)
+        self.direct = bool(direct)
+        self.S_A = S.copy() if self.direct else None
+        self.U = np.zeros((D if self.direct else 0, P), order="F")
         # the core itself must be well conditioned (its factor is what every window's
         # solve and condition probe go through): LAPACK's 1-norm estimate, allowed the
         # factor D by which κ₁ may exceed κ₂, against GRAM_KAPPA_MAX
@@ -149,6 +186,8 @@ class _PrimalBlock(ReferenceWindow):
         # r = L_A⁻¹ ẑ/d for every row, T_pq = r_p·r_q
         R = lapack.dtrtrs(self.L, Zd.T, lower=1)[0] if self.core_ok else np.zeros(Zd.T.shape)
         self.R[:, new] = R
+        if self.direct:
+            self.U[:, new] = Zd.T
         T = R.T @ self.R[:, live]
         self.T[new, live] = T
         self.T[live, new] = T.T
@@ -290,7 +329,8 @@ class PrimalSolver(CoreBlockSolver):
         else:
             self.gram.advance(self.buf, self.block)
         return _PrimalBlock(buf=self.buf, block_size=self._core_block_size(), lam=self.lam, alpha=self.alpha,
-                            c=self.c, gram=self.gram)
+                            c=self.c, gram=self.gram,
+                            direct=direct_shifts(self.N, self.D, self.lam, self.alpha))
 
     def _core_block_size(self):
         """The block size ``b' ≤ b`` of the next block: the largest whose core keeps
@@ -305,7 +345,10 @@ class PrimalSolver(CoreBlockSolver):
         (``b' ≥ D²/(12 N)``), else the block keeps ``b``.
         """
         buf = self.buf
-        if self.alpha > 0 or buf.n == 0:
+        # with a ridge the core is never singular, but with a tiny one a core short of
+        # non-zero rows is as ill-conditioned: the long blocks of direct_shifts keep
+        # them too (the others are short already)
+        if buf.n == 0 or (self.alpha > 0 and not direct_shifts(self.N, self.D, self.lam, self.alpha)):
             return self.b
         nonzero = buf.s[buf.slots()] > 0  # oldest first
         # in_core[e] = non-zero rows of slots[e:], the core of a block with ell = e
@@ -406,6 +449,8 @@ class PrimalSolver(CoreBlockSolver):
 
         Returns ``X`` of shape ``(D, nw, c)`` and which windows converged.
         """
+        if blk.direct:
+            return self._forgetting_ridge_direct(blk, idx, valid, nu, wy, delta)
         nw, H = idx.shape
         c, D, P = self.c, self.D, blk.slot.size
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
@@ -431,6 +476,28 @@ class PrimalSolver(CoreBlockSolver):
 
         (X,), ok = solve_shifted(apply_M, [X0], [np.repeat(delta, c)[None, :]], size)
         return X.reshape(D, nw, c), ok
+
+    def _forgetting_ridge_direct(self, blk, idx, valid, nu, wy, delta):
+        """A ridge with forgetting at small ``D``: each window's matrix, factorised.
+
+        In the block's scaled coordinates window ``w`` solves ::
+
+            (S_A + δ_w Σ + Û_I ν² Û_Iᵀ) x = b_A/d + Û_I (w s y)_I,    Û = [ẑ_p/d]
+
+        (``S_A`` with the reference ridge, the periphery range ``I`` of the window), by
+        one LU solve of the ``D×D`` stack (``O(D²·H + D³)`` a window, nothing iterated).
+        Returns ``X = Lᵀx`` as :meth:`_forgetting_ridge` and which windows were solved.
+        """
+        nw, c, D = idx.shape[0], self.c, self.D
+        U = np.moveaxis(blk.U[:, idx], 0, 1)  # (nw, D, H); padding: ν = 0, w s y = 0
+        M = (U * (nu * nu)[:, None, :]) @ np.swapaxes(U, 1, 2)
+        M += blk.S_A
+        diag = np.arange(D)
+        M[:, diag, diag] += delta[:, None] * blk.ridge[None, :]
+        rhs = (blk.b_A / blk.d[:, None])[None] + U @ wy
+        x, solved = solve_stack(M, rhs)  # (nw, D, c)
+        X = blk.L.T @ np.moveaxis(x, 0, 1).reshape(D, nw * c)
+        return X.reshape(D, nw, c), solved
 
     def _coef(self, blk, nu_m, lo, hi):
         if isinstance(nu_m, _Scaled):  # X = Lᵀx of the window (a ridge with forgetting)
