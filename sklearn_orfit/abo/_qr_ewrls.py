@@ -83,8 +83,9 @@ class QREWRLSRegressor(
           window's system, which differs from it by one scalar, is solved by a short
           iteration against that factor (blocks are kept short enough that it contracts
           by at least ``1/9`` a step); on the primal route with ``D ≤ 64``, where that
-          would make blocks shorter than usual (``λ ≤ 0.98`` at ``D = 64``), each window's ``D×D``
-          system is formed and solved instead, in blocks of the usual length.
+          would make blocks shorter than usual (``λ ≤ 0.98`` at ``D = 64``), each
+          window's ``D×D`` system is formed and solved instead, in blocks of the usual
+          length.
 
           A window whose Gram matrix is worse conditioned than ``1e6``
           (``κ(W½Z) ≳ 1e3``), or that is rank deficient, goes to the orthogonal route: an
@@ -92,8 +93,9 @@ class QREWRLSRegressor(
           ``alpha > 0``) slid from row to row (``O(N·D)``), the same cut-off as
           :func:`numpy.linalg.lstsq`: a triangular solve with the factor (``O(N²)``)
           when no singular value can be near that cut-off (``κ₂ ≤ √(κ₁κ_∞)`` from
-          LAPACK's condition estimates), an SVD of the factor (``O(N³)``) otherwise. Nothing is carried between windows in a way that
-          could drift: factors are recomputed, not updated, every block.
+          LAPACK's condition estimates), an SVD of the factor (``O(N³)``) otherwise.
+          Nothing is carried between windows in a way that could drift: factors are
+          recomputed, not updated, every block.
         * ``"svd"`` — every window from scratch on the orthogonal route (QR + SVD of the
           window). Slowest; the reference.
         * ``"givens"`` — the ABO paper's recursion (Algorithm 1): a QR factorisation of
