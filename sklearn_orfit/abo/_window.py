@@ -10,9 +10,13 @@ import numpy as np
 from scipy.linalg.blas import dnrm2
 
 from .._docstrings import fill_doc
+from .._streaming._base import make_private, needs_private
 from ._kernels import svd
 
-__all__ = ["OVERFLOW_MESSAGE", "WindowBuffer", "moderate", "moderate_squared", "normalise_rows"]
+__all__ = [
+    "OVERFLOW_MESSAGE", "RingBuffer", "WindowBuffer", "moderate", "moderate_squared",
+    "normalise_rows",
+]
 
 OVERFLOW_MESSAGE = (
     "the window's least-squares solution overflowed (non-finite coefficients); rescale X "
@@ -94,9 +98,102 @@ def _norm_overflow():
     )
 
 
+class RingBuffer:
+    """The last ``N`` rows of a stream, in a ring: one array per field, indexed by slot.
+
+    The one ring of the package: :class:`WindowBuffer` (the window solvers' unit rows)
+    and the sliding-window baselines (their raw rows) keep their windows in it.
+
+    Parameters
+    ----------
+    window_size : int
+        ``N``, the number of slots.
+    **fields : tuple of int
+        The name of each per-slot array and the shape of one row of it (``()``: one
+        number per row), e.g. ``X=(n_features,), Y=(n_targets,)``. The arrays start at 0.
+
+    Attributes
+    ----------
+    N : int
+        Number of slots.
+    fields : tuple of str
+        The names of the per-slot arrays, in the order :meth:`push` takes their values.
+    <field> : ndarray of shape (N, ...)
+        One array per field, by slot (e.g. ``X``, ``Y``).
+    pos : int
+        The slot the next row is written to (the oldest row's slot once full).
+    n : int
+        Rows held, ``≤ N``.
+    """
+
+    def __init__(self, window_size, **fields):
+        self.N = window_size
+        self.fields = tuple(fields)
+        for name, shape in fields.items():
+            setattr(self, name, np.zeros((window_size, *shape)))
+        self.pos = 0
+        self.n = 0
+
+    def slots(self):
+        """Slots of the held rows, oldest first."""
+        return (self.pos - self.n + np.arange(self.n)) % self.N
+
+    def next_slots(self, k):
+        """The slots the next ``k`` rows are written to, in order (a slot recurs every
+        ``N`` rows)."""
+        return (self.pos + np.arange(k)) % self.N
+
+    def push(self, *values):
+        """Write one row, a value per field (in the order of :attr:`fields`), into slot
+        :attr:`pos`; ``None`` leaves that field's slot as it is (already written)."""
+        p = self.pos
+        for name, value in zip(self.fields, values):
+            if value is not None:
+                getattr(self, name)[p] = value
+        # invariant: the held rows are the last n ≤ N pushed, the newest in slot pos − 1
+        self.pos = (p + 1) % self.N
+        if self.n < self.N:
+            self.n += 1
+
+    def load(self, *arrays):
+        """Replace the window by the rows ``arrays`` (a value array per field, oldest
+        first, at most ``N`` rows); the other slots are zeroed."""
+        n = arrays[0].shape[0]
+        for name, rows in zip(self.fields, arrays):
+            a = getattr(self, name)
+            a[:n] = rows
+            a[n:] = 0.0
+        self.n = n
+        self.pos = n % self.N
+
+    def checkpoint(self, n_rows):
+        """What writing ``n_rows`` more rows would overwrite (restore with :meth:`restore`)."""
+        if n_rows == 1:  # the single-observation path: one slot, basic indexing
+            slots = self.pos
+        else:
+            slots = self.next_slots(min(n_rows, self.N))
+        saved = tuple(getattr(self, name)[slots].copy() for name in self.fields)
+        return slots, saved, self.pos, self.n
+
+    def restore(self, token):
+        """Undo the writes since :meth:`checkpoint` (of at most the rows it was given)."""
+        slots, saved, self.pos, self.n = token
+        for name, values in zip(self.fields, saved):
+            getattr(self, name)[slots] = values
+
+    def writable(self):
+        """The ring, its arrays first replaced by plain, writable copies if one maps a
+        file or is read-only (:func:`~sklearn_orfit._streaming._base.make_private`):
+        learning writes into them."""
+        if any(needs_private(getattr(self, name)) for name in self.fields):
+            make_private(self)
+        return self
+
+
 @fill_doc()
-class WindowBuffer:
-    """The last ``N`` rows of a stream, in a ring.
+class WindowBuffer(RingBuffer):
+    """The last ``N`` rows of a stream, in a ring (:class:`RingBuffer`): unit rows, their
+    norms and their targets.
 
     Parameters
     ----------
@@ -122,18 +219,9 @@ class WindowBuffer:
     """
 
     def __init__(self, *, window_size, n_features, n_targets, gram):
+        super().__init__(window_size, Zh=(n_features,), s=(), Y=(n_targets,))
         N = window_size
-        self.N = N
-        self.Zh = np.zeros((N, n_features))
-        self.s = np.zeros(N)
-        self.Y = np.zeros((N, n_targets))
         self.G = np.zeros((N, N)) if gram else None
-        self.pos = 0
-        self.n = 0
-
-    def slots(self):
-        """Slots of the held rows, oldest first."""
-        return (self.pos - self.n + np.arange(self.n)) % self.N
 
     def push(self, zh, s, y, k=None, written=False):
         """Write one row; ``k`` are its products with every slot (``ẑ·Zh[slot]``).
@@ -141,19 +229,13 @@ class WindowBuffer:
         ``written``: the unit row is already in its slot (the single-observation path
         normalises it there).
         """
-        p = self.pos
-        if not written:
-            self.Zh[p] = zh
-        self.s[p] = s
-        self.Y[p] = y
         if self.G is not None:
+            p = self.pos
             # invariant: G[i, j] = ẑ_i·ẑ_j for every pair of slots
             self.G[p, :] = k
             self.G[:, p] = k
             self.G[p, p] = 1.0 if s > 0 else 0.0  # ẑ·ẑ of a unit (or zero) row
-        self.pos = (p + 1) % self.N
-        if self.n < self.N:
-            self.n += 1
+        super().push(None if written else zh, s, y)
 
     def raw(self, slots=None):
         """Rows ``s·ẑ`` and targets of ``slots`` (default: the window, oldest first)."""
@@ -174,31 +256,24 @@ class WindowBuffer:
 
         ``gram`` is their unit-row Gram matrix when the caller has it (else computed).
         """
-        n = Zh.shape[0]
-        self.Zh[:n], self.s[:n], self.Y[:n] = Zh, s, Y
-        self.Zh[n:], self.s[n:], self.Y[n:] = 0.0, 0.0, 0.0
+        super().load(Zh, s, Y)
         if self.G is not None:
+            n = Zh.shape[0]
             self.G[:] = 0.0
             self.G[:n, :n] = Zh @ Zh.T if gram is None else gram
-        self.n = n
-        self.pos = n % self.N
 
     def checkpoint(self, n_rows):
         """What writing ``n_rows`` more rows would overwrite (restore with :meth:`restore`)."""
-        if n_rows == 1:  # the single-observation path: one slot, basic indexing
-            p = self.pos
-            G = None if self.G is None else (self.G[p].copy(), self.G[:, p].copy())
-            return (p, self.Zh[p].copy(), self.s[p], self.Y[p].copy()), G, p, self.n
-        k = min(n_rows, self.N)
-        slots = (self.pos + np.arange(k)) % self.N
-        saved = (slots, self.Zh[slots].copy(), self.s[slots].copy(), self.Y[slots].copy())
+        token = super().checkpoint(n_rows)
+        slots = token[0]
         G = None if self.G is None else (self.G[slots].copy(), self.G[:, slots].copy())
-        return saved, G, self.pos, self.n
+        return token, G
 
     def restore(self, token):
         """Undo the writes since :meth:`checkpoint` (of at most the rows it was given)."""
-        (slots, Zh, s, Y), G, self.pos, self.n = token
-        self.Zh[slots], self.s[slots], self.Y[slots] = Zh, s, Y
+        token, G = token
+        super().restore(token)
         if G is not None:
+            slots = token[0]
             self.G[:, slots] = G[1]
             self.G[slots] = G[0]

@@ -699,7 +699,7 @@ class CoreBlockSolver:
             out[:] = pred * s[:, None]
             route[held == 0] = FAST
             out[held == 0] = 0.0
-        slots = (buf.pos + np.arange(n)) % buf.N
+        slots = buf.next_slots(n)
         blk.slot[m0 : m0 + n] = slots
         for i in range(n):
             k = None

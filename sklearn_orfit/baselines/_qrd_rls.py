@@ -1,5 +1,6 @@
 """Windowed QR-decomposition RLS on the raw inputs (QRD-RLS), a baseline of the ABO paper."""
 
+import functools
 import math
 from numbers import Integral, Real
 
@@ -13,7 +14,9 @@ from .._compat import Interval, _threadpool_controller_decorator
 from .._docstrings import fill_doc
 from .._streaming._base import (
     VALIDATION_ATTRIBUTES, LinearPredictMixin, StreamingRegressorMixin, clear_fitted_state,
+    on_rollback,
 )
+from ..abo._window import RingBuffer
 
 __all__ = ["QRDRLSRegressor"]
 
@@ -140,10 +143,8 @@ class QRDRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixi
     def _init_state(self, n_features, n_targets, y_ndim):
         clear_fitted_state(self, keep=VALIDATION_ATTRIBUTES)
         N, d = self.window_size, n_features
-        # ring buffers of the window's raw rows (slot ``_pos`` is the oldest once full)
-        self._X = np.zeros((N, d))
-        self._Y = np.zeros((N, n_targets))
-        self._pos = 0
+        # the window's raw rows and targets (as learned: √w-scaled), in the package's ring
+        self._ring = RingBuffer(N, X=(d,), Y=(n_targets,))
         # M = [R | p] with RᵀR = αI, p = 0 for the empty window
         self._M = np.zeros((d, d + n_targets))
         self._M[:, :d] = np.sqrt(self.alpha) * np.eye(d)
@@ -158,45 +159,53 @@ class QRDRLSRegressor(LinearPredictMixin, StreamingRegressorMixin, RegressorMixi
         N, d = self.window_size, X.shape[1]
         lam, alpha = float(self.forgetting_factor), float(self.alpha)
         sqrt_w_oldest = math.sqrt(lam) ** N  # √(λ^N): the leaving row's weight, rooted
-        M, Xr, Yr = self._M.copy(), self._X.copy(), self._Y.copy()
-        pos, n_seen, n_ref = self._pos, self.n_samples_seen_, self.n_refactorizations_
+        M, n_seen, n_ref = self._M.copy(), self.n_samples_seen_, self.n_refactorizations_
+        # the ring is written in place (a private copy if it maps a file): an undo record
+        # of the slots this call overwrites puts it back if this call, or an enclosing
+        # one after it, fails
+        ring = self._ring.writable()
+        undo = functools.partial(ring.restore, ring.checkpoint(X.shape[0]))
+        on_rollback(undo)
         Y_pred = np.empty_like(Y) if predict else None
-        # an overflow is detected below and reported as an error (the state is a copy)
-        with np.errstate(over="ignore", invalid="ignore"):
-            for t in range(X.shape[0]):
-                if predict:
-                    Y_pred[t] = X[t] @ _solve_factor(M, d)
-                if lam != 1.0:
-                    # RᵀR ← λRᵀR + (1−λ)αI: forget the data, keep the ridge at α
-                    M = _scale_keep_ridge(M, lam=lam, alpha=alpha)
-                # [R p] ← rotate the new row [xᵀ yᵀ] in
-                # invariant: RᵀR = Σ_{window + new} w_i x_i x_iᵀ + αI,  Rᵀp = Σ w_i x_i y_i
-                _givens_append(M, np.concatenate([X[t], Y[t]]), n_features=d)
-                ok = True
-                s = pos
-                if n_seen >= N:
-                    # [R p] ← rotate the oldest row (weight λ^N) out
-                    # invariant: the same sums over the window of the last N rows only
-                    old = sqrt_w_oldest * np.concatenate([Xr[s], Yr[s]])
-                    ok = _linpack_downdate(M, old, n_features=d)
-                Xr[s], Yr[s] = X[t], Y[t]
-                pos = (s + 1) % N
-                n_seen += 1
-                if not ok:
-                    # rounding made the downdate indefinite (ρ² ≤ 0): factorise the
-                    # window from scratch instead
-                    M = _factor_window(Xr, Yr, pos=pos, n_window=min(n_seen, N), lam=lam,
-                                       alpha=alpha)
-                    n_ref += 1
-            coef = _solve_factor(M, d)
-        if not (np.isfinite(coef).all() and (Y_pred is None or np.isfinite(Y_pred).all())):
-            raise ValueError(
-                "the window's ridge solution overflowed (non-finite coefficients or "
-                "predictions): they exceed the float64 range; rescale X and y, e.g. with "
-                "RecursiveStandardScaler."
-            )
-        self._M, self._X, self._Y, self._pos = M, Xr, Yr, pos
-        self.n_samples_seen_, self.n_refactorizations_ = n_seen, n_ref
+        try:
+            # an overflow is detected below and reported as an error (M is a copy)
+            with np.errstate(over="ignore", invalid="ignore"):
+                for t in range(X.shape[0]):
+                    if predict:
+                        Y_pred[t] = X[t] @ _solve_factor(M, d)
+                    if lam != 1.0:
+                        # RᵀR ← λRᵀR + (1−λ)αI: forget the data, keep the ridge at α
+                        M = _scale_keep_ridge(M, lam=lam, alpha=alpha)
+                    # [R p] ← rotate the new row [xᵀ yᵀ] in
+                    # invariant: RᵀR = Σ_{window + new} w_i x_i x_iᵀ + αI,  Rᵀp = Σ w_i x_i y_i
+                    _givens_append(M, np.concatenate([X[t], Y[t]]), n_features=d)
+                    ok = True
+                    if ring.n == N:
+                        # [R p] ← rotate the oldest row (weight λ^N, in slot pos) out
+                        # invariant: the same sums over the window of the last N rows only
+                        s = ring.pos
+                        old = sqrt_w_oldest * np.concatenate([ring.X[s], ring.Y[s]])
+                        ok = _linpack_downdate(M, old, n_features=d)
+                    ring.push(X[t], Y[t])
+                    n_seen += 1
+                    if not ok:
+                        # rounding made the downdate indefinite (ρ² ≤ 0): factorise the
+                        # window from scratch instead
+                        slots = ring.slots()
+                        M = _factor_window(ring.X[slots], ring.Y[slots], lam=lam,
+                                           alpha=alpha)
+                        n_ref += 1
+                coef = _solve_factor(M, d)
+            if not (np.isfinite(coef).all() and (Y_pred is None or np.isfinite(Y_pred).all())):
+                raise ValueError(
+                    "the window's ridge solution overflowed (non-finite coefficients or "
+                    "predictions): they exceed the float64 range; rescale X and y, e.g. "
+                    "with RecursiveStandardScaler."
+                )
+        except BaseException:
+            undo()
+            raise
+        self._M, self.n_samples_seen_, self.n_refactorizations_ = M, n_seen, n_ref
         self.coef_ = coef.reshape(self.coef_.shape)
         return Y_pred
 
@@ -260,15 +269,14 @@ def _scale_keep_ridge(M, *, lam, alpha):
     return _positive_diagonal(qr(stacked, mode="r", check_finite=False)[0][:d])
 
 
-def _factor_window(Xr, Yr, *, pos, n_window, lam, alpha):
-    """Factor ``[R p]`` of ``[W½X W½Y; √αI 0]`` for the window held in the ring buffers."""
-    N, d = Xr.shape
-    order = (pos + np.arange(N)) % N  # oldest first
-    order = order[N - n_window :]
+def _factor_window(X, Y, *, lam, alpha):
+    """Factor ``[R p]`` of ``[W½X W½Y; √αI 0]`` for the window's rows ``X, Y`` (oldest
+    first)."""
+    n_window, d = X.shape
     sw = math.sqrt(lam) ** np.arange(n_window - 1, -1, -1)  # √w_i, oldest first
-    stacked = np.zeros((n_window + d, d + Yr.shape[1]))
-    stacked[:n_window, :d] = Xr[order] * sw[:, None]
-    stacked[:n_window, d:] = Yr[order] * sw[:, None]
+    stacked = np.zeros((n_window + d, d + Y.shape[1]))
+    stacked[:n_window, :d] = X * sw[:, None]
+    stacked[:n_window, d:] = Y * sw[:, None]
     stacked[n_window:, :d] = math.sqrt(alpha) * np.eye(d)
     return _positive_diagonal(qr(stacked, mode="r", check_finite=False)[0][:d])
 

@@ -21,6 +21,7 @@ from .._streaming._base import (
     VALIDATION_ATTRIBUTES, StreamingRegressorMixin, check_stream_params, clear_fitted_state,
     on_rollback,
 )
+from ..abo._window import RingBuffer
 
 __all__ = ["SlidingWindowKRLSRegressor"]
 
@@ -107,8 +108,9 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     one symmetric matrix-vector product and one symmetric rank-two update of the ``N×N``
     inverse (BLAS ``dsymv`` and ``dsyr2``, in place, each reading one triangle), and
     ``O(N·c)`` for the dual coefficients of ``c`` targets: ``O(N·d + N² + N·c)``, with no
-    ``N×N`` array allocated or copied except the one undo copy per call (see below). The state is the window (``O(N·d)``) and the
-    inverse, held in ring-buffer order (slot ``i`` of the buffers is row ``i`` of the
+    ``N×N`` array allocated or copied except the one undo copy per call (see below). The
+    state is the window (``O(N·d)``, in the package's ring buffer of rows) and the
+    inverse, held in the ring's order (slot ``i`` of the ring is row ``i`` of the
     inverse; only its upper triangle is stored and updated); memory is
     ``O(N² + N·d)`` whatever the number of rows in a call.
 
@@ -154,9 +156,10 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
 
     The update works in place; a call that fails (bad input, an overflow, or an
     interruption such as ``KeyboardInterrupt`` anywhere inside it) leaves the estimator
-    exactly as it was, bit for bit: the window, the dual coefficients and the counters
-    are worked on as copies, and the inverse is restored from a copy taken at the start
-    of the call (``O(N²)`` once per call, besides the ``O(N²)`` update of each row).
+    exactly as it was, bit for bit: the dual coefficients and the counters are worked on
+    as copies, the window's slots that the call overwrites are restored from an undo
+    record, and the inverse from a copy taken at the start of the call (``O(N²)`` once
+    per call, besides the ``O(N²)`` update of each row).
 
     References
     ----------
@@ -192,12 +195,12 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
     # ------------------------------------------------------------------ public API
     def _predict_rows(self, X):
         """Predictions of validated rows, 2-D (also the delayed-label path)."""
-        occupied = self._occupied()
-        Y_pred = np.empty((X.shape[0], self._Y.shape[1]))
+        occupied, ring = self._occupied(), self._ring
+        Y_pred = np.empty((X.shape[0], ring.Y.shape[1]))
         step = max(1, _MAX_DIFF_SIZE // max(1, self.window_size * X.shape[1]))
         for start in range(0, X.shape[0], step):
             rows = X[start : start + step]
-            K = _gaussian_kernel(rows[:, None, :], self._X[None, occupied], self.length_scale)
+            K = _gaussian_kernel(rows[:, None, :], ring.X[None, occupied], self.length_scale)
             Y_pred[start : start + step] = K @ self._dual[occupied]
         return Y_pred
 
@@ -209,11 +212,11 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
 
     @property
     def X_window_(self):
-        return self._X[self._ordered_slots()].copy()
+        return self._ring.X[self._ordered_slots()].copy()
 
     @property
     def y_window_(self):
-        Y = self._Y[self._ordered_slots()]
+        Y = self._ring.Y[self._ordered_slots()]
         return Y[:, 0].copy() if self._n_targets is None else Y.copy()
 
     @property
@@ -236,28 +239,29 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
 
     # ------------------------------------------------------------------ internals
     def _ordered_slots(self):
-        """Ring slots of the window's rows, oldest first."""
+        """Ring slots of the window's rows, oldest first (refused, like every read of
+        the window, if a stream parameter changed since the stream started)."""
         check_is_fitted(self)
-        N, n = self.window_size, self.n_window_
-        return (self._pos + np.arange(N - n, N)) % N
+        check_stream_params(self)
+        return self._ring.slots()
 
     def _occupied(self):
+        """Ring slots of the window's rows, in slot order."""
         return np.sort(self._ordered_slots())
 
     def _init_state(self, n_features, n_targets, y_ndim):
         clear_fitted_state(self, keep=VALIDATION_ATTRIBUTES)
         N = self.window_size
-        # ring buffers: slot ``_pos`` receives the next row (and holds the oldest once
-        # the window is full); empty slots have zero rows in ``_Kinv``
-        self._X = np.zeros((N, n_features))
-        self._Y = np.zeros((N, n_targets))
+        # the window's rows and targets in the package's ring: slot ``pos`` receives the
+        # next row (and holds the oldest once the window is full); the per-slot arrays
+        # below are in the same layout, and empty slots have zero rows in ``_Kinv``
+        self._ring = RingBuffer(N, X=(n_features,), Y=(n_targets,))
         # upper triangle of (K + αI)⁻¹ in Fortran order: the layout BLAS updates in place
         self._Kinv = np.zeros((N, N), order="F")
         self._dual = np.zeros((N, n_targets))
         # α/w of each slot: inf for an empty slot or a zero-weight row (held out of the
         # system: zero row and column in the inverse)
         self._reg = np.full(N, np.inf)
-        self._pos = 0
         self.n_samples_seen_ = 0
         self.n_refactorizations_ = 0
 
@@ -298,38 +302,42 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         system while it takes its slot)."""
         N, alpha, s2 = self.window_size, float(self.alpha), float(self.length_scale)
         period = max(_REFACTOR_WINDOWS * N, _REFACTOR_MIN_ROWS)
-        # the window and the dual coefficients are O(N·(d + c)): worked on as copies; the
-        # N×N inverse is updated in place, and a copy of it undoes the call exactly
-        Xr, Yr, dual = self._X.copy(), self._Y.copy(), self._dual.copy()
+        # the dual coefficients are O(N·c): worked on as a copy; the ring of the window's
+        # rows (a private copy if it maps a file) and the N×N inverse are updated in
+        # place, and an undo record of each undoes the call exactly
+        dual = self._dual.copy()
         R = self._slot_reg().copy()  # α/w of each slot, inf for empty or weightless
+        ring = self._ring.writable()
         Kinv = self._Kinv
         if not (Kinv.flags.f_contiguous and Kinv.flags.writeable):
             # a state restored by a foreign unpickler, or loaded with joblib's
             # mmap_mode="r" (BLAS would write into the read-only map): a private copy
             Kinv = self._Kinv = np.array(Kinv, order="F")
-        pos, n_seen, n_ref = self._pos, self.n_samples_seen_, self.n_refactorizations_
+        n_seen, n_ref = self.n_samples_seen_, self.n_refactorizations_
         Y_pred = np.empty_like(Y) if predict else None
         # blocks of at most N rows, so that no slot is written twice within a block
         step = max(1, min(N, _MAX_DIFF_SIZE // (N * X.shape[1])))
         # undo of the in-place writes, if this call fails or an enclosing one (a
         # pipeline's) fails after it: one O(N²) copy per call, far less than the O(N²)
-        # update of each row
+        # update of each row, and the ring's slots that the call overwrites
         original, saved = Kinv, Kinv.copy(order="F")
+        undo_ring = functools.partial(ring.restore, ring.checkpoint(X.shape[0]))
         on_rollback(functools.partial(np.copyto, original, saved))
+        on_rollback(undo_ring)
         try:
             # an overflow is detected below and reported as an error
             with np.errstate(over="ignore", invalid="ignore"):
                 for start in range(0, X.shape[0], step):
                     stop = min(start + step, X.shape[0])
                     # kernel of the block's rows with the ring as it stands (0 for empty
-                    # slots) and with each other
-                    K_ring = _gaussian_kernel(X[start:stop, None, :], Xr[None, :, :], s2)
-                    K_ring[:, min(n_seen, N) :] = 0.0
+                    # slots: the last ones while the window fills) and with each other
+                    K_ring = _gaussian_kernel(X[start:stop, None, :], ring.X[None, :, :], s2)
+                    K_ring[:, ring.n :] = 0.0
                     K_blk = _gaussian_kernel(X[start:stop, None, :], X[None, start:stop, :],
                                              s2)
-                    written = (pos + np.arange(stop - start)) % N
+                    written = ring.next_slots(stop - start)
                     for j in range(stop - start):
-                        t, s = start + j, pos
+                        t, s = start + j, ring.pos
                         # k_i = κ(x_t, row in slot i): the block's earlier rows replaced
                         # slots
                         k = K_ring[j].copy()
@@ -341,18 +349,16 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
                         # without weights: R[s] = α for every occupied slot, and this
                         # is the plain SW-KRLS step
                         ok = _replace_slot_weighted(
-                            Kinv, dual, Yr, R, k=k, y_new=Y[t], slot=s, reg_new=r_new)
-                        Xr[s] = X[t]
+                            Kinv, dual, ring.Y, R, k=k, y_new=Y[t], slot=s, reg_new=r_new)
+                        # the new row takes slot s (its target is there already if ok)
+                        ring.push(X[t], Y[t])
                         R[s] = r_new
-                        if not ok:
-                            Yr[s] = Y[t]
-                        pos = (s + 1) % N
                         n_seen += 1
                         if not ok or n_seen % period == 0:
                             # a Schur complement rounded below its exact lower bound, or
                             # the scheduled recomputation that bounds the drift:
                             # (K + αW⁻¹)⁻¹ from the window
-                            Kinv, dual = _inverse_kernel(Xr, Yr, R, length_scale=s2)
+                            Kinv, dual = _inverse_kernel(ring.X, ring.Y, R, length_scale=s2)
                             n_ref += not ok
             if not (np.isfinite(dual).all() and (Y_pred is None or np.isfinite(Y_pred).all())):
                 raise ValueError(
@@ -361,9 +367,10 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
                 )
         except BaseException:
             np.copyto(original, saved)  # the array the state holds, exactly as it was
+            undo_ring()
             raise
-        (self._X, self._Y, self._Kinv, self._dual, self._reg, self._pos, self.n_samples_seen_,
-         self.n_refactorizations_) = Xr, Yr, Kinv, dual, R, pos, n_seen, n_ref
+        (self._Kinv, self._dual, self._reg, self.n_samples_seen_,
+         self.n_refactorizations_) = Kinv, dual, R, n_seen, n_ref
         return Y_pred
 
     def _slot_reg(self):
@@ -371,10 +378,8 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         before weights existed, ``α`` for the occupied slots."""
         R = self.__dict__.get("_reg")
         if R is None:
-            N = self.window_size
-            n = min(self.n_samples_seen_, N)
-            R = np.full(N, np.inf)
-            R[(self._pos + np.arange(N - n, N)) % N] = float(self.alpha)
+            R = np.full(self._ring.N, np.inf)
+            R[self._ring.slots()] = float(self.alpha)
         return R
 
 
