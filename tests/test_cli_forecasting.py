@@ -22,6 +22,7 @@ from sklearn_orfit import _forecast_problem as fp
 from sklearn_orfit.cli import _experiments as ex
 from sklearn_orfit.cli import _model
 from sklearn_orfit.cli._model import MODEL_FILE_FORMAT, SavedForecast
+from sklearn_orfit._streaming._base import STATE_FORMAT
 from sklearn_orfit.forecasting import StreamForecaster
 from sklearn_orfit.datasets import make_lagged
 
@@ -319,7 +320,7 @@ def test_saved_file_holds_what_the_stream_needs(tmp_path, data, capsys):
     assert status == 0, err
     saved = joblib.load(path)  # the forecaster object, not a header dict
     assert isinstance(saved, SavedForecast)
-    assert saved.format_version == MODEL_FILE_FORMAT and saved.state_format == 1
+    assert saved.format_version == MODEL_FILE_FORMAT and saved.state_format == STATE_FORMAT
     assert saved.package_version == __version__
     header = saved.metadata
     assert header["n_inputs"] == 4 * 2  # --n-lags 4 of the series and of one exog column
@@ -432,7 +433,7 @@ def test_load_refuses_another_format(tmp_path, saved, capsys, must_not_compute, 
     status, _, err = run(load_argv(tmp_path, saved), capsys)
     one_line_error(status, err, "saved by sklearn-orfit 0.0.1", f"this is sklearn-orfit "
                    f"{__version__}", f"reads model file format {MODEL_FILE_FORMAT} with "
-                   "state format 1 only")
+                   f"state format {STATE_FORMAT} only")
 
 
 def test_load_refuses_the_header_and_streams_format(tmp_path, saved, capsys,
@@ -470,7 +471,7 @@ class _BadState:
 
     def __reduce__(self):
         return (_model._rebuild, ({"format": "sklearn-orfit forecast model",
-                                   "format_version": MODEL_FILE_FORMAT, "state_format": 1,
+                                   "format_version": MODEL_FILE_FORMAT, "state_format": STATE_FORMAT,
                                    "package_version": __version__}, b"not a pickle"))
 
 

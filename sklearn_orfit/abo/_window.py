@@ -150,8 +150,12 @@ class RingBuffer:
         for name, value in zip(self.fields, values):
             if value is not None:
                 getattr(self, name)[p] = value
+        self._advance()
+
+    def _advance(self):
+        """Move to the next slot once the row at :attr:`pos` is written."""
         # invariant: the held rows are the last n ≤ N pushed, the newest in slot pos − 1
-        self.pos = (p + 1) % self.N
+        self.pos = (self.pos + 1) % self.N
         if self.n < self.N:
             self.n += 1
 
@@ -229,13 +233,19 @@ class WindowBuffer(RingBuffer):
         ``written``: the unit row is already in its slot (the single-observation path
         normalises it there).
         """
+        # the fields written here rather than through RingBuffer.push's loop: this is
+        # the single-observation path's write
+        p = self.pos
+        if not written:
+            self.Zh[p] = zh
+        self.s[p] = s
+        self.Y[p] = y
         if self.G is not None:
-            p = self.pos
             # invariant: G[i, j] = ẑ_i·ẑ_j for every pair of slots
             self.G[p, :] = k
             self.G[:, p] = k
             self.G[p, p] = 1.0 if s > 0 else 0.0  # ẑ·ẑ of a unit (or zero) row
-        super().push(None if written else zh, s, y)
+        self._advance()
 
     def raw(self, slots=None):
         """Rows ``s·ẑ`` and targets of ``slots`` (default: the window, oldest first)."""
