@@ -338,3 +338,28 @@ def test_cutoff_test_follows_the_two_norm_condition_number(n):
     assert kernels.clear_of_cutoff(factor(1e-3 / EPS), n=n, D=n, ridge=True)
     assert not kernels.clear_of_cutoff(factor(1.0 / EPS), n=n, D=n, ridge=True)
     assert not kernels.clear_of_cutoff(np.zeros((0, 0)), n=0, D=n)
+
+
+@pytest.mark.parametrize("alpha", [1e-12, 0.1])
+def test_ridge_with_forgetting_at_small_d_solves_each_window_in_long_blocks(alpha):
+    # λ = 0.9 limited the iteration's blocks to 4 rows (263 µs a row at N = 100, D = 64,
+    # α = 0.1, against 93 at λ = 0.999); at D ≤ 64 each window's own system is solved in
+    # blocks of 3√D rows instead. With a tiny ridge and zero-weight rows such long blocks
+    # left cores short of non-zero rows, and 217 of 300 windows went to the orthogonal
+    # route: they are shortened as without a ridge
+    from sklearn_orfit.abo._primal_solver import direct_shifts, primal_block_size
+
+    N, D, T, lam = 100, 64, 300, 0.9
+    assert direct_shifts(N, D, lam, alpha) and primal_block_size(N, D, lam, alpha) == 24
+    assert not direct_shifts(N, D, 0.999, alpha) and not direct_shifts(N, 96, lam, alpha)
+    rng = np.random.default_rng(3)
+    Z, y = rng.normal(size=(T, D)), rng.normal(size=T)
+    sw = np.where(rng.random(T) < 0.2, 0.0, 1.0)
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
+    pred = np.concatenate([prequential_predict(reg, Z[a:b], y[a:b], sample_weight=sw[a:b])
+                           for a, b in [(0, 130), (130, 131), (131, T)]])
+    assert_matches_oracle(pred, Z, y, N=N, lam=lam, alpha=alpha, sample_weight=sw)
+    assert type(reg._solver.inner).__name__ == "PrimalSolver"
+    # the fill (fewer than D non-zero rows) is on the other routes; after it, at most a
+    # few windows on the orthogonal route
+    assert reg.n_orthogonal_windows_ <= 20
