@@ -52,6 +52,10 @@ _SHIFT_MAX = 1e200
 #: rounded, which is why the limit is not higher).
 KAPPA_REFINE_MAX = 1e9
 
+#: Largest number of window rows for which a ridge with forgetting may form and solve each
+#: window's own matrix ``P + δΣ`` (see :meth:`DualSolver._direct_block_size`).
+DIRECT_SHIFT_MAX_N = 64
+
 
 def default_block_size(window_size):
     """``b ≈ 0.64 N^¾``: minimises the core's ``N³/(3b)`` plus the periphery's ``⅔ b³``
@@ -73,9 +77,9 @@ class _DualBlock(ReferenceWindow):
     # interrupted call zeroes them beyond the restored counter ``m`` (as when created)
     PERIPHERY = {"slot": (0,), "R": (1,), "X": (1,), "T": (0, 1), "KP": (0, 1), "XX": (0, 1),
                  "g": (0,), "kA2": (0,), "xv": (0,), "xa": (0,), "ru": (0,), "shiftP": (0,),
-                 "rdP": (0,)}
+                 "rdP": (0,), "KAP": (1,)}
 
-    def __init__(self, *, buf, block_size, alpha, forgetting_factor, c):
+    def __init__(self, *, buf, block_size, alpha, forgetting_factor, c, direct=False):
         self.buf = buf
         self.alpha = alpha
         # the shifts α/(w s²) are those of the block's reference window j_ref (its middle):
@@ -119,6 +123,11 @@ class _DualBlock(ReferenceWindow):
         if self.forgets:
             K *= self.rd_A[:, None] * self.rd_A[None, :]
             self.shift_A = self.shift_A * self.rd_A**2  # Σ, scaled
+        # a ridge with forgetting solved window by window (DualSolver._direct_block_size)
+        # needs the scaled core matrix and the periphery's scaled products with the core
+        self.direct = bool(direct)
+        self.K_A = K.copy() if self.direct else None
+        self.KAP = np.zeros((nA if self.direct else 0, P), order="F")  # k̂_A,p (scaled)
         self.nKA2 = float(np.einsum("ij,ij->", K, K))
         self.nSA2 = float(np.sum(self.shift_A**2)) if self.forgets else 0.0  # ‖Σ_A‖_F²
         self.core_ok = True
@@ -129,6 +138,7 @@ class _DualBlock(ReferenceWindow):
             self.L, self.core_ok = cholesky(K, kappa_max=1.0 / (1e3 * _EPS))
         self.vA = _probe_values(nA, 0)
         ytil = buf.Y[self.slots_A] * (_inv_or_zero(buf.s[self.slots_A]) * self.rd_A)[:, None]
+        self.ytil_A = ytil if self.direct else None
         self.u = self._fwd(ytil)  # u_A = L_A⁻¹ ỹ_A
         self.a_y = self._bwd(self.u)  # K̂_AA⁻¹ ỹ_A
         self.a0 = self._bwd(self._fwd(self.vA))  # K̂_AA⁻¹ v_A
@@ -170,6 +180,8 @@ class _DualBlock(ReferenceWindow):
             kA = kA * self.rd_A[:, None] * rd[None, :]
             shift = shift * rd * rd
         self.rdP[new] = rd
+        if self.direct:
+            self.KAP[:, new] = kA
         if self.core_ok and kA.size:
             R = lapack.dtrtrs(self.L, kA, lower=1)[0]  # r = L_A⁻¹ k̂_A
             X = lapack.dtrtrs(self.L, R, lower=1, trans=1)[0]  # x = L_A⁻ᵀ r
@@ -245,7 +257,27 @@ class DualSolver(CoreBlockSolver):
         return Zh, s
 
     def _new_block(self):
-        return _DualBlock(buf=self.buf, block_size=self.b, alpha=self.alpha, forgetting_factor=self.lam, c=self.c)
+        b = self._direct_block_size()
+        return _DualBlock(buf=self.buf, block_size=b or self.b, alpha=self.alpha, forgetting_factor=self.lam,
+                          c=self.c, direct=bool(b))
+
+    def _direct_block_size(self):
+        """The length of the next block when its windows solve their own matrices, else 0.
+
+        A ridge with forgetting iterates against the block's factor in blocks short
+        enough for the shifts to stay within :data:`~._window_solvers.SHIFT_SPREAD` (4
+        rows at ``λ = 0.9``). While every window of the next block has at most
+        :data:`DIRECT_SHIFT_MAX_N` rows (the fill of a window), each window's matrix
+        ``P + δΣ`` is formed and solved instead (``O(n³)`` a window, no iteration), in
+        blocks of the usual length (:func:`default_block_size`).
+        """
+        if not (self.alpha > 0 and self.lam < 1.0):
+            return 0
+        # relative weights within a block stay below 1e100, as on the primal route
+        b = min(default_block_size(self.N), int(230.0 / -np.log(self.lam)))
+        if b <= self.b or self.buf.n + b > DIRECT_SHIFT_MAX_N:
+            return 0
+        return b
 
     def _shift(self, slots, by_norm=False):
         """Ridge shifts ``α/s²`` of rows given by slot (or by norm), without forgetting
@@ -321,7 +353,10 @@ class DualSolver(CoreBlockSolver):
                 r[~keeps] = ORTHOGONAL
             if blk.forgets:
                 fast = np.flatnonzero(r == FAST)
-                x, ok = self._forgetting_ridge(blk, idx[fast], valid[fast], S[fast], a[fast], delta[fast])
+                if blk.direct:
+                    x, ok = self._forgetting_ridge_direct(blk, idx[fast], valid[fast], delta[fast])
+                else:
+                    x, ok = self._forgetting_ridge(blk, idx[fast], valid[fast], S[fast], a[fast], delta[fast])
                 r[fast[~ok]] = ORTHOGONAL
                 route[sel] = r
                 if new is not None:
@@ -398,6 +433,38 @@ class DualSolver(CoreBlockSolver):
         (xA, xI), ok = solve_shifted(apply_M, [x0A, x0I],
                                      [np.repeat(delta, c)[None, :], delta[:, None, None]], size)
         return (np.moveaxis(xA.reshape(nA, nw, c), 1, 0), xI), ok
+
+    def _forgetting_ridge_direct(self, blk, idx, valid, delta):
+        """A ridge with forgetting in a short window: each window's matrix, solved.
+
+        In the block's Jacobi-scaled coordinates window ``w`` is ::
+
+            [K̂_AA + (1 + δ_w) Σ_A    K̂_AI              ] [x_A]   [ỹ_A]
+            [K̂_IA                    K̂_II + (1 + δ_w) Σ_I] [x_I] = [ỹ_I]
+
+        (``Σ`` the reference shifts, which the stored ``K̂_AA`` and ``KP`` already carry
+        once), solved by one LU of the stack of ``(n_A + H)``-square matrices; padding
+        positions get an identity row. Returns ``x`` as :meth:`_forgetting_ridge`.
+        """
+        nw, H = idx.shape
+        c, nA = self.c, blk.slots_A.size
+        n = nA + H
+        vm = valid.astype(float)
+        M = np.zeros((nw, n, n))
+        M[:, :nA, :nA] = blk.K_A
+        dA = np.arange(nA)
+        M[:, dA, dA] += delta[:, None] * blk.shift_A[None, :]
+        KAI = np.moveaxis(blk.KAP[:, idx], 0, 1) * vm[:, None, :]  # (nw, n_A, H)
+        M[:, :nA, nA:] = KAI
+        M[:, nA:, :nA] = np.swapaxes(KAI, 1, 2)
+        M[:, nA:, nA:] = blk.KP[idx[:, :, None], idx[:, None, :]] * vm[:, :, None] * vm[:, None, :]
+        dI = nA + np.arange(H)
+        M[:, dI, dI] += np.where(valid, delta[:, None] * blk.shiftP[idx], 1.0)
+        rhs = np.zeros((nw, n, c))
+        rhs[:, :nA] = blk.ytil_A
+        rhs[:, nA:] = (blk.g[idx] + blk.ru[idx]) * vm[:, :, None]  # ỹ_p = g_p + r_p·u_A
+        x, ok = solve_stack(M, rhs)
+        return (x[:, :nA], x[:, nA:] * vm[:, :, None]), ok
 
     def _refine_windows(self, blk, idx, valid, a_P, new, seg):
         """One step of refinement for several windows of a segment, as matrix products.

@@ -82,10 +82,10 @@ class QREWRLSRegressor(
           weights: the block's factor then has the ridge of its middle window, and each
           window's system, which differs from it by one scalar, is solved by a short
           iteration against that factor (blocks are kept short enough that it contracts
-          by at least ``1/9`` a step); on the primal route with ``D ≤ 64``, where that
-          would make blocks shorter than usual (``λ ≤ 0.98`` at ``D = 64``), each
-          window's ``D×D`` system is formed and solved instead, in blocks of the usual
-          length.
+          by at least ``1/9`` a step); where that would make blocks shorter than usual
+          (``λ ≤ 0.98`` at ``D = 64``), each window's own system is formed and solved
+          instead, in blocks of the usual length, on the primal route with ``D ≤ 64``
+          (``D×D``) and on the dual route while windows have at most 64 rows (the fill).
 
           A window whose Gram matrix is worse conditioned than ``1e6``
           (``κ(W½Z) ≳ 1e3``), or that is rank deficient, goes to the orthogonal route: an
@@ -142,7 +142,8 @@ class QREWRLSRegressor(
       block of windows at most about 17 steps of the iteration (a few with a small
       ridge), each two triangular solves with the core factor (``2N²`` dual, ``2D²``
       primal) and ``O(N·b)`` for the periphery; primal with ``D ≤ 64`` and such short
-      blocks: ``O(D²·b + D³)`` a window, blocks of the usual ``b``.
+      blocks: ``O(D²·b + D³)`` a window, blocks of the usual ``b``; dual windows of at
+      most 64 rows: ``O(n³)`` a window.
 
     The measured costs against the window length are in the benchmarks
     (``benchmarks/bench_window_scaling.py``). There is no intercept: centre ``y`` or
