@@ -363,3 +363,26 @@ def test_ridge_with_forgetting_at_small_d_solves_each_window_in_long_blocks(alph
     # the fill (fewer than D non-zero rows) is on the other routes; after it, at most a
     # few windows on the orthogonal route
     assert reg.n_orthogonal_windows_ <= 20
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.9])
+@pytest.mark.parametrize("alpha", [1e-6, 0.1])
+@pytest.mark.parametrize("scale", [1e50, 1e150])
+def test_a_ridge_below_rounding_against_huge_rows_is_lstsq_of_the_augmented_window(scale, alpha, lam):
+    # rows of 1e50 with α = 0.1 in a window of 40 slots with 2-5 rows: the orthogonal
+    # route's SVD of the (zero-padded) window has singular values of rounding noise
+    # (eps·s_max, directions the rows do not span) that s/(s² + α) inverted, undamped by
+    # a ridge far below them: predictions 1.5-560 times off (relative); lstsq on the
+    # augmented window [Ã; √α I] treats them as zero
+    rng = np.random.default_rng(0)
+    D, N = 16, 40
+    Z, y = rng.normal(size=(6, D)) * scale, rng.normal(size=6) * scale
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
+    pred = prequential_predict(reg, Z, y)
+    for t in range(1, 6):
+        w = np.sqrt(lam ** np.arange(t - 1, -1, -1.0))
+        A = np.vstack([Z[:t] * w[:, None], np.sqrt(alpha) * np.eye(D)])
+        b = np.concatenate([y[:t] * w, np.zeros(D)])
+        expected = Z[t] @ np.linalg.lstsq(A, b, rcond=None)[0]
+        # these windows have at most 5 rows of one scale: κ below 1e3 on their span
+        assert abs(pred[t] - expected) <= 1e-9 * abs(expected), (t, pred[t], expected)

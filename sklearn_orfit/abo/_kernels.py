@@ -321,9 +321,22 @@ def pinv_factors(s, *, alpha, n, D):
     ``s / (s² + α)`` for a ridge, else ``1/s`` above :func:`lstsq_cutoff` and ``0`` at or
     below it. ``s`` has shape ``(k,)`` or ``(n_windows, k)``, descending along its last
     axis.
+
+    A ridge is the minimum-norm solution of the augmented window ``[Ã; √α I]``, whose
+    singular values are ``√(s² + α)``: those at or below lstsq's cut-off for it
+    (``eps·(n + D)·√(s_max² + α)``) are zero, as lstsq on the augmented window treats
+    them. That only happens when ``√α`` is itself below rounding against ``‖Ã‖`` (rows of
+    1e50 with ``α = 0.1``): singular values that are rounding noise (``eps·s_max``,
+    directions the window does not span) would otherwise be inverted, undamped by a ridge
+    too small to reach them. ``1/(s + α/s)`` keeps ``s² + α`` from overflowing.
     """
     if alpha > 0.0:
-        return s / (s * s + alpha)
+        root = np.sqrt(alpha)
+        s_max = s[..., :1] if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
+        cut = EPS * (n + D) * np.hypot(s_max, root)
+        keep = (s > 0) & (np.hypot(s, root) > cut)
+        with np.errstate(divide="ignore", over="ignore"):
+            return np.where(keep, 1.0 / (s + alpha / np.where(keep, s, 1.0)), 0.0)
     cut = lstsq_cutoff(s[..., :1] if s.shape[-1] else np.zeros(s.shape[:-1] + (1,)), n=n, D=D)
     with np.errstate(divide="ignore"):
         return np.where(s > cut, 1.0 / np.where(s > cut, s, 1.0), 0.0)
