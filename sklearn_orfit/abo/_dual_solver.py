@@ -37,7 +37,7 @@ from ._window import normalise_rows
 from ._kernels import GRAM_KAPPA_MAX, cholesky, lstsq_cutoff, solve_shifted, solve_stack
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
-    forgetting_block_size,
+    forgetting_block_size, weight_block_size,
 )
 
 __all__ = ["DualSolver", "default_block_size"]
@@ -221,8 +221,8 @@ class DualSolver(CoreBlockSolver):
     ----------
     {solver_sizes}
     forgetting_factor, alpha : float
-        ``λ`` and the ridge ``α``; ``alpha > 0`` requires ``forgetting_factor == 1`` on
-        this route (the ridge does not scale with the weights).
+        ``λ`` and the ridge ``α`` (with forgetting the ridge does not scale with the
+        weights: see :class:`~._window_solvers.ReferenceWindow`).
     block_size : int, default=None
         ``b``; :func:`default_block_size` when None.
 
@@ -273,8 +273,7 @@ class DualSolver(CoreBlockSolver):
         """
         if not (self.alpha > 0 and self.lam < 1.0):
             return 0
-        # relative weights within a block stay below 1e100, as on the primal route
-        b = min(default_block_size(self.N), int(230.0 / -np.log(self.lam)))
+        b = min(default_block_size(self.N), weight_block_size(self.lam))
         if b <= self.b or self.buf.n + b > DIRECT_SHIFT_MAX_N:
             return 0
         return b

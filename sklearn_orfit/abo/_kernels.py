@@ -330,14 +330,14 @@ def pinv_factors(s, *, alpha, n, D):
     directions the window does not span) would otherwise be inverted, undamped by a ridge
     too small to reach them. ``1/(s + α/s)`` keeps ``s² + α`` from overflowing.
     """
+    s_max = s[..., :1] if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
     if alpha > 0.0:
         root = np.sqrt(alpha)
-        s_max = s[..., :1] if s.shape[-1] else np.zeros(s.shape[:-1] + (1,))
         cut = EPS * (n + D) * np.hypot(s_max, root)
         keep = (s > 0) & (np.hypot(s, root) > cut)
         with np.errstate(divide="ignore", over="ignore"):
             return np.where(keep, 1.0 / (s + alpha / np.where(keep, s, 1.0)), 0.0)
-    cut = lstsq_cutoff(s[..., :1] if s.shape[-1] else np.zeros(s.shape[:-1] + (1,)), n=n, D=D)
+    cut = lstsq_cutoff(s_max, n=n, D=D)
     with np.errstate(divide="ignore"):
         return np.where(s > cut, 1.0 / np.where(s > cut, s, 1.0), 0.0)
 

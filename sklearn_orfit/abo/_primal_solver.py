@@ -34,13 +34,10 @@ from .._docstrings import fill_doc
 from ._kernels import GRAM_KAPPA_MAX, cholesky, probes, solve_shifted, solve_stack
 from ._window_solvers import (
     FAST, ORTHOGONAL, CoreBlockSolver, ReferenceWindow, _principal_blocks,
-    forgetting_block_size,
+    forgetting_block_size, weight_block_size,
 )
 
 __all__ = ["PrimalSolver", "direct_shifts", "primal_block_size"]
-
-# weights relative to the start of a block stay below this factor (λ^-b)
-_WEIGHT_RANGE = 1e100
 
 #: Largest ``‖S_I‖_F · ‖S_A⁻¹‖₁`` (window against core) for which a window is solved
 #: through the core's factor: Woodbury's rounding is about ``eps`` times it (≤ 2e-7
@@ -60,9 +57,7 @@ DIRECT_SHIFT_MAX_D = 64
 
 def _full_block_size(window_size, n_features, forgetting_factor):
     """``b ≈ 3√D``, capped so that the relative weights ``λ^-b`` stay below ``1e100``."""
-    b = max(8, round(3.0 * np.sqrt(n_features)))
-    if forgetting_factor < 1.0:
-        b = min(b, int(np.log(_WEIGHT_RANGE) / -np.log(forgetting_factor)))
+    b = min(max(8, round(3.0 * np.sqrt(n_features))), weight_block_size(forgetting_factor))
     return int(max(1, min(b, window_size)))
 
 
@@ -322,6 +317,8 @@ class PrimalSolver(CoreBlockSolver):
             forgetting_factor=forgetting_factor, alpha=alpha, gram=False,
             block_size=block_size or primal_block_size(window_size, n_features, forgetting_factor, alpha),
         )
+        # a ridge with forgetting solved window by window (fixed for the stream)
+        self.direct = direct_shifts(window_size, n_features, forgetting_factor, alpha)
 
     def _new_block(self):
         if self.block is None:
@@ -329,8 +326,7 @@ class PrimalSolver(CoreBlockSolver):
         else:
             self.gram.advance(self.buf, self.block)
         return _PrimalBlock(buf=self.buf, block_size=self._core_block_size(), lam=self.lam, alpha=self.alpha,
-                            c=self.c, gram=self.gram,
-                            direct=direct_shifts(self.N, self.D, self.lam, self.alpha))
+                            c=self.c, gram=self.gram, direct=self.direct)
 
     def _core_block_size(self):
         """The block size ``b' ≤ b`` of the next block: the largest whose core keeps
@@ -348,7 +344,7 @@ class PrimalSolver(CoreBlockSolver):
         # with a ridge the core is never singular, but with a tiny one a core short of
         # non-zero rows is as ill-conditioned: the long blocks of direct_shifts keep
         # them too (the others are short already)
-        if buf.n == 0 or (self.alpha > 0 and not direct_shifts(self.N, self.D, self.lam, self.alpha)):
+        if buf.n == 0 or (self.alpha > 0 and not self.direct):
             return self.b
         nonzero = buf.s[buf.slots()] > 0  # oldest first
         # in_core[e] = non-zero rows of slots[e:], the core of a block with ell = e

@@ -23,7 +23,10 @@ from ._kernels import (
 )
 from ._window import WindowBuffer, normalise_rows
 
-__all__ = ["CoreBlockSolver", "ReferenceWindow", "SlidingQR", "SlidingR", "forgetting_block_size"]
+__all__ = [
+    "CoreBlockSolver", "ReferenceWindow", "SlidingQR", "SlidingR", "forgetting_block_size",
+    "weight_block_size",
+]
 
 #: a ridge with forgetting: a block's windows have shifts within a factor of this of those
 #: of its reference window (the iteration then contracts by at least 1/9 a step, see
@@ -48,6 +51,18 @@ def _dot_tol(D):
     # how far the products of two unit rows that agree to PARALLEL_TOL (with a third
     # unit vector, or with each other: then from 1) can differ, rounding included
     return 8.0 * (D + 1) * EPS
+
+
+#: weights relative to the start of a block stay below this factor (``λ^-b``)
+WEIGHT_RANGE = 1e100
+
+
+def weight_block_size(forgetting_factor):
+    """The longest block over which the relative weights ``λ^-b`` stay below
+    :data:`WEIGHT_RANGE` (no limit without forgetting)."""
+    if forgetting_factor >= 1.0:
+        return np.iinfo(np.int64).max
+    return int(np.log(WEIGHT_RANGE) / -np.log(forgetting_factor))
 
 
 def forgetting_block_size(forgetting_factor):
