@@ -710,19 +710,3 @@ def test_interrupt_inside_a_weighted_call_changes_nothing(N, D, solver, monkeypa
         reg.prequential_predict(Z[60:200], y[60:200], sample_weight=w[60:200]),
         ref.prequential_predict(Z[60:200], y[60:200], sample_weight=w[60:200]),
     )
-
-
-def test_sw_krls_state_saved_before_weights_continues():
-    # a state pickled before the per-slot α/w existed (no _reg): α for the occupied slots
-    rng = np.random.default_rng(8)
-    X = rng.normal(size=(80, 2))
-    y = np.sin(X[:, 0])
-    for n_first in (5, 40):
-        ref = SlidingWindowKRLSRegressor(20).fit(X[:n_first], y[:n_first])
-        old = pickle.loads(pickle.dumps(ref))
-        del old.__dict__["_reg"]
-        w = np.r_[np.zeros(3), np.ones(77 - n_first)]
-        np.testing.assert_array_equal(
-            old.prequential_predict(X[n_first:], y[n_first:], sample_weight=w),
-            ref.prequential_predict(X[n_first:], y[n_first:], sample_weight=w),
-        )

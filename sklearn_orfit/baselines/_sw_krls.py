@@ -306,7 +306,7 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         # rows (a private copy if it maps a file) and the N×N inverse are updated in
         # place, and an undo record of each undoes the call exactly
         dual = self._dual.copy()
-        R = self._slot_reg().copy()  # α/w of each slot, inf for empty or weightless
+        R = self._reg.copy()  # α/w of each slot, inf for empty or weightless
         ring = self._ring.writable()
         Kinv = self._Kinv
         if not (Kinv.flags.f_contiguous and Kinv.flags.writeable):
@@ -372,15 +372,6 @@ class SlidingWindowKRLSRegressor(StreamingRegressorMixin, RegressorMixin, BaseEs
         (self._Kinv, self._dual, self._reg, self.n_samples_seen_,
          self.n_refactorizations_) = Kinv, dual, R, n_seen, n_ref
         return Y_pred
-
-    def _slot_reg(self):
-        """``α/w`` of each ring slot (``inf``: empty or weightless); for a state saved
-        before weights existed, ``α`` for the occupied slots."""
-        R = self.__dict__.get("_reg")
-        if R is None:
-            R = np.full(self._ring.N, np.inf)
-            R[self._ring.slots()] = float(self.alpha)
-        return R
 
 
 def _gaussian_kernel(A, B, length_scale):
