@@ -20,6 +20,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._compat import HasMethods, Interval, StrOptions, _fit_context
 from ._streaming._base import StreamLockMixin, _held, rollback_on_error
+from ._streaming._prequential import prequential_predict
 from ._streaming._validation import as_float64, check_int
 from .compose._pipeline import StreamingPipeline, make_streaming_pipeline
 from .abo._qr_ewrls import QREWRLSRegressor
@@ -158,6 +159,13 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         ACI's step size ``γ``: ``α_{t+1} = α_t + γ (α − err_t)``.
     conformal_window : int, default=1000
         Absolute residuals kept per horizon step (the most recent ones).
+    chunk_size : int, default=256
+        With ``horizon=1`` and a regressor of this package (one with a vectorised
+        ``prequential_predict``), the values are learned in blocks of at most
+        ``chunk_size`` rows, aligned on the stream's positions (multiples of
+        ``chunk_size``): one vectorised prequential call per block gives the block's
+        forecasts and learns its rows. ``1``: one value at a time (the regressor's
+        one-row update). Other settings always learn one value at a time.
 
     Attributes
     ----------
@@ -203,18 +211,29 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
     shift; when ``α_t ≤ 0`` the interval is the largest residual in the window. An
     interval is NaN until a step has ``⌈(1 − α)/α⌉`` residuals.
 
-    **Exactness.** The stream is processed one time step at a time whatever the
-    chunking, so ``fit(y[:a])`` then ``update(y[a:])`` equals ``fit(y)``. An update is
+    **Exactness.** The conformal state moves one time step at a time whatever the
+    chunking. With one value at a time (``horizon > 1``, ``chunk_size=1``, or a
+    regressor without a vectorised ``prequential_predict``), ``fit(y[:a])`` then
+    ``update(y[a:])`` equals ``fit(y)`` bit for bit. One step ahead in blocks, the
+    blocks end on multiples of ``chunk_size`` whatever the calls, so streams whose calls
+    differ only by cuts on those multiples are bit-equal, and a cut inside a block
+    changes the forecasts by rounding only (the regressor's vectorised and one-row
+    updates agree to rounding, each within its exactness bound). An update is
     validated completely (finite values, ``y > 0`` for ``"log_diff"``, the exogenous
-    width) before anything is learned; a rejected update leaves the state unchanged.
+    width) before anything is learned; a rejected or interrupted update leaves the
+    state unchanged.
 
     **Cost.** Per update step: one ``partial_fit`` of one row (the regressor's cost:
     ``O(N·D + N²)`` for the default model), one or, recursive, ``horizon`` one-row
     predictions, and the conformal quantiles of each step
-    (``O(horizon · conformal_window · log conformal_window)``). :meth:`predict`: the rows
-    due (on a copy of the regressor, ``O(N·D)`` to copy) and one (direct) or ``horizon``
-    (recursive) predictions. The state is bounded: a few rows of history, the
-    conformal windows, and the regressor's own state.
+    (``O(horizon · conformal_window · log conformal_window)``). One step ahead in
+    blocks, the rows of a block are built at once and learned by one vectorised
+    prequential call (the regressor's amortised cost per row; for the default model
+    about five times less than one-row updates at ``N = 500``, ``D = 2048``), plus one
+    prediction for the block's last origin. :meth:`predict`: the rows due (on a copy of
+    the regressor, ``O(N·D)`` to copy) and one (direct) or ``horizon`` (recursive)
+    predictions. The state is bounded: a few rows of history, the conformal windows,
+    and the regressor's own state.
 
     This is not a scikit-learn regressor on ``(X, y)`` rows: ``fit`` takes the series
     first, so :func:`~sklearn.utils.estimator_checks.check_estimator` does not apply;
@@ -261,11 +280,13 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         "coverage": ["array-like"],
         "gamma": [Interval(Real, 0, None, closed="left")],
         "conformal_window": [Interval(Integral, 1, None, closed="left")],
+        "chunk_size": [Interval(Integral, 1, None, closed="left")],
     }
 
     def __init__(self, regressor=None, *, n_lags=24, transform=None, season=None,
                  exog_lags=None, future_exog=None, horizon=1, strategy="auto",
-                 method="aci", coverage=(0.8, 0.95), gamma=0.005, conformal_window=1000):
+                 method="aci", coverage=(0.8, 0.95), gamma=0.005, conformal_window=1000,
+                 chunk_size=256):
         self.regressor = regressor
         self.n_lags = n_lags
         self.transform = transform
@@ -278,6 +299,7 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         self.coverage = coverage
         self.gamma = gamma
         self.conformal_window = conformal_window
+        self.chunk_size = chunk_size
 
     # ------------------------------------------------------------------ public API
     @_fit_context(prefer_skip_nested_validation=False)
@@ -531,6 +553,7 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         self.regressor_ = (clone(self.regressor) if self.regressor is not None
                            else default_regressor(n_features))
         self._fast = None
+        self._pre = None  # a block's forecasts while its time steps run
         # the first origin with a full row
         self._t0 = max(self.n_lags - 1 + self._order, self._exog_lags - 1, 0)
         s = self._order if self.transform == "seasonal_diff" else 0
@@ -772,7 +795,14 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
     def _run_steps(self, yv, Xv, *, record):
         """Learn the values one time step at a time; with ``record``, the forecasts
         made (``F[i, k−1]``: of ``yv[i]`` from ``k`` steps before) and the interval
-        half-widths issued with them, ``(n, horizon, n_levels)``."""
+        half-widths issued with them, ``(n, horizon, n_levels)``.
+
+        With :meth:`_vectorised`, the values come in blocks aligned on the stream's
+        positions; each block's forecasts are computed and its rows learned first, by one
+        vectorised prequential call (:meth:`_learn_block`), and the time steps then only
+        move the forecasts into the conformal state, in the same order as one value at a
+        time.
+        """
         n, h = yv.shape[0], self.horizon
         nl = len(self._levels)
         first = self.n_samples_seen_
@@ -780,39 +810,140 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         Q = np.full((n, h, 2, nl), np.nan) if record else None
         ks = np.arange(1, h + 1)
         R = self._ring_origin.shape[0]
-        for i in range(n):
-            self._y_hist = np.append(self._y_hist, yv[i])[-self._keep :]
-            # the running mean of y (one value at a time, whatever the chunking)
-            self._n_mean += 1
-            self._mean_y += (yv[i] - self._mean_y) / self._n_mean
-            self._m_hist = np.append(self._m_hist, self._mean_y)[-self._keep :]
-            self._X_hist = np.concatenate([self._X_hist, Xv[i : i + 1]])[-self._keep :]
-            self.n_samples_seen_ += 1
-            T = self.n_samples_seen_ - 1
-            # the residuals of the forecasts that target T: origin T − k, step k
-            origins = T - ks
-            slots = origins % R
-            have = (self._ring_origin[slots] == origins) & (origins >= 0)
-            if have.any():
-                k_idx = np.flatnonzero(have)
-                self._residuals(k_idx, yv[i] - self._ring_f[slots[k_idx], k_idx],
-                                self._ring_q[slots[k_idx], :, k_idx])
-            # the intervals issued at origin T (from the residuals known at T), kept
-            # for its forecast (made now, or when its known-future rows have arrived)
-            self._issued_origin[T % R] = T
-            self._issued_q[T % R] = self._quantiles_both()
-            # forecasts and rows that are due, in the order the timing allows
-            made = self._advance(T)
-            # record: the forecasts made now, into the rows of their targets
-            if record:
-                for o, f in made:
-                    q = self._ring_q[o % R]
-                    for k in range(1, h + 1):
-                        r = o + k - first
-                        if 0 <= r < n:
-                            F[r, k - 1] = f[k - 1]
-                            Q[r, k - 1] = q[:, k - 1]
+        C = int(self.chunk_size) if self._vectorised() else 1
+        a = 0
+        while a < n:
+            b = min(n, a + C - (first + a) % C)  # the block ends on a multiple of C
+            self._pre = self._learn_block(yv[a:b], Xv[a:b]) if C > 1 else None
+            for i in range(a, b):
+                self._y_hist = np.append(self._y_hist, yv[i])[-self._keep :]
+                # the running mean of y (one value at a time, whatever the chunking)
+                self._n_mean += 1
+                self._mean_y += (yv[i] - self._mean_y) / self._n_mean
+                self._m_hist = np.append(self._m_hist, self._mean_y)[-self._keep :]
+                self._X_hist = np.concatenate([self._X_hist, Xv[i : i + 1]])[-self._keep :]
+                self.n_samples_seen_ += 1
+                T = self.n_samples_seen_ - 1
+                # the residuals of the forecasts that target T: origin T − k, step k
+                origins = T - ks
+                slots = origins % R
+                have = (self._ring_origin[slots] == origins) & (origins >= 0)
+                if have.any():
+                    k_idx = np.flatnonzero(have)
+                    self._residuals(k_idx, yv[i] - self._ring_f[slots[k_idx], k_idx],
+                                    self._ring_q[slots[k_idx], :, k_idx])
+                # the intervals issued at origin T (from the residuals known at T), kept
+                # for its forecast (made now, or when its known-future rows have arrived)
+                self._issued_origin[T % R] = T
+                self._issued_q[T % R] = self._quantiles_both()
+                # forecasts and rows that are due, in the order the timing allows
+                made = self._advance(T)
+                # record: the forecasts made now, into the rows of their targets
+                if record:
+                    for o, f in made:
+                        q = self._ring_q[o % R]
+                        for k in range(1, h + 1):
+                            r = o + k - first
+                            if 0 <= r < n:
+                                F[r, k - 1] = f[k - 1]
+                                Q[r, k - 1] = q[:, k - 1]
+            self._pre = None
+            a = b
         return F, Q
+
+    def _vectorised(self):
+        """Whether blocks of values are learned by one vectorised prequential call: one
+        step ahead (a row is learned one step after its origin, the next origin's
+        forecast is one prediction), a regressor with ``prequential_predict``."""
+        return (self.horizon == 1 and self.chunk_size > 1
+                and hasattr(self.regressor_, "prequential_predict"))
+
+    def _rows(self, origins, ys, Xs, start, *, steps):
+        """The rows of consecutive ``origins`` (absolute times) at once: :meth:`_row`
+        for each, with the known-future rows of ``steps`` steps."""
+        i = origins - start
+        L, d = self.n_lags, self._order
+        idx = i[:, None] - np.arange(L)[None, :]  # newest lag first
+        if self.transform is None:
+            z = ys[idx]
+        elif self.transform == "log_diff":
+            v = np.log(ys)
+            z = v[idx] - v[idx - 1]
+        else:
+            z = ys[idx] - ys[idx - d]
+        parts = [z]
+        if self._exog_lags:
+            e_idx = i[:, None] - np.arange(self._exog_lags)[None, :]
+            e = Xs[:, self._past_cols][e_idx]  # (rows, lags, columns)
+            parts.append(e.transpose(0, 2, 1).reshape(i.shape[0], -1))
+        if self._future_cols:
+            f_idx = i[:, None] + np.arange(1, steps + 1)[None, :]
+            fut = Xs[:, self._future_cols][f_idx]  # (rows, steps, columns)
+            parts.append(fut.transpose(0, 2, 1).reshape(i.shape[0], -1))
+        return np.concatenate(parts, axis=1)
+
+    def _learn_block(self, yb, Xb):
+        """One step ahead: the forecasts of the origins the block's time steps will
+        forecast, and the block's rows learned, by one prequential call.
+
+        Returns ``(first_origin, forecasts)`` for :meth:`_advance` (``forecasts[j]``:
+        of origin ``first_origin + j``, shape ``(n, 1)``). The forecast of origin ``o``
+        is the regressor's prediction of row ``o`` after it has learned the rows before
+        it (origins ``t0 .. o − 1``): the prequential prediction of row ``o``, or, for
+        the block's last origin, a prediction after the call.
+        """
+        m = yb.shape[0]
+        ys = np.concatenate([self._y_hist, yb])
+        Xs = np.concatenate([self._X_hist, Xb])
+        start = self.n_samples_seen_ - self._y_hist.shape[0]
+        T2 = self.n_samples_seen_ + m - 1  # the block's last time
+        # the running mean at each time, as the time steps compute it
+        means = np.empty(m)
+        mean, count = self._mean_y, self._n_mean
+        for j in range(m):
+            count += 1
+            mean += (yb[j] - mean) / count
+            means[j] = mean
+        ms = np.concatenate([self._m_hist, means])
+        o0, o1 = self._next_forecast, T2 - self._defer  # origins forecast in the block
+        l0, l1 = self._next_learn, T2 - 1  # origins learned in the block
+        f = np.full((max(o1 - o0 + 1, 0), 1), np.nan)
+        if o1 < o0:
+            return o0, f
+
+        def base(o):
+            i = o - start
+            if self.transform in ("diff", "log_diff"):
+                return ys[i]
+            if self.transform == "seasonal_diff":
+                return ys[i + 1 - self._order]
+            return ms[i]
+
+        reg = self.regressor_
+        p = np.full(o1 - o0 + 1, np.nan)  # predictions (target units) of the origins
+        if l1 >= l0:
+            learn = np.arange(l0, l1 + 1)
+            X = self._rows(learn, ys, Xs, start, steps=1)
+            Y = self._to_target(ys[learn - start + 1], base(learn))[:, None]
+            P = np.asarray(prequential_predict(reg, X, Y), dtype=np.float64)
+            P = P.reshape(P.shape[0], -1)[:, 0]
+            if self.n_rows_learned_ == 0:
+                P[0] = np.nan  # learned nothing before it
+            lo, hi = max(o0, l0), min(o1, l1)
+            if hi >= lo:
+                p[lo - o0 : hi - o0 + 1] = P[lo - l0 : hi - l0 + 1]
+            self.n_rows_learned_ += learn.shape[0]
+            self._fast = self._fast_steps(reg)
+        if o1 > l1 and o1 >= self._t0 and self.n_rows_learned_ > 0:
+            # the last origin: after every row before it
+            x = self._rows(np.array([o1]), ys, Xs, start, steps=1)[0]
+            p[o1 - o0] = self._predict_row(reg, self._fast, x)[0]
+        origins = np.arange(o0, o1 + 1)
+        ok = origins >= self._t0
+        f[ok, 0] = self._from_target(p[ok], base(origins[ok]))
+        # the learning is done: the time steps only count the rows
+        self.n_rows_learned_ -= max(l1 - l0 + 1, 0)
+        return o0, f
 
     def _advance(self, T):
         """Make the forecasts and learn the rows that are due at time ``T``."""
@@ -829,7 +960,9 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
                 # the intervals issued at o: the conformal state at time o
                 qslot = self._issued_origin[slot] == o
                 self._ring_q[slot] = self._issued_q[slot] if qslot else np.nan
-                if o >= self._t0 and self.n_rows_learned_ > 0:
+                if self._pre is not None:  # computed by the block's prequential call
+                    f = self._pre[1][o - self._pre[0]]
+                elif o >= self._t0 and self.n_rows_learned_ > 0:
                     fut = (self._future_rows(self._X_hist, start, o, h)
                            if self._future_cols else None)
                     f = self._point_forecast(self.regressor_, self._fast, self._y_hist,
@@ -848,7 +981,11 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
                 continue
             t = self._next_learn
             if t + g <= T and self._next_forecast > t + g - 1:
-                self._learn_origin(t, start)
+                if self._pre is None:
+                    self._learn_origin(t, start)
+                else:  # learned by the block's prequential call
+                    self._next_learn += 1
+                    self.n_rows_learned_ += 1
                 continue
             return made
 

@@ -507,3 +507,95 @@ def test_predict_during_updates_reads_one_call_boundary():
     for f, band in seen:  # (each call reads one boundary; the two may differ)
         assert any(np.array_equal(f, bf) for bf, _ in boundaries)
         assert any(np.array_equal(band, bb, equal_nan=True) for _, bb in boundaries)
+
+
+ONE_STEP = [dict(c, horizon=1) for c in CASES if c.get("season") != 12]
+
+
+@pytest.mark.parametrize("chunk_size", [2, 7, 256])
+@pytest.mark.parametrize("params", ONE_STEP, ids=lambda p: "-".join(map(str, p.values())))
+def test_one_step_blocks_equal_one_value_at_a_time(params, chunk_size):
+    """One step ahead, the values are learned in blocks by one vectorised prequential
+    call: the forecasts, intervals and ACI levels are those of one value at a time (the
+    regressor's one-row updates) up to rounding, with the same forecasts missing."""
+    y = series(200)
+    X = exog(200) if "future_exog" in params else None
+    ref = make(chunk_size=1, **params)
+    F0, I0 = ref.backtest(y, X, return_interval="all")
+    fc = make(chunk_size=chunk_size, **params)
+    F1, I1 = fc.backtest(y, X, return_interval="all")
+    assert np.array_equal(np.isnan(F0), np.isnan(F1)) and np.isfinite(F0[-150:]).all()
+    scale = np.abs(y).max()
+    np.testing.assert_allclose(F1, F0, rtol=0, atol=1e-12 * scale)
+    for method in ("aci", "quantile"):
+        np.testing.assert_allclose(I1[method], I0[method], rtol=0, atol=1e-12 * scale)
+    np.testing.assert_array_equal(fc.alpha_, ref.alpha_)
+    assert fc.n_rows_learned_ == ref.n_rows_learned_ == 200 - 1 - fc._t0
+    Xf = None if X is None else np.full((1, 2), 0.5)
+    np.testing.assert_allclose(fc.predict(X_future=Xf), ref.predict(X_future=Xf),
+                               rtol=0, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("params", ONE_STEP[:3] + ONE_STEP[-2:],
+                         ids=lambda p: "-".join(map(str, p.values())))
+def test_one_step_blocks_are_aligned_on_the_stream(params):
+    """Blocks end on multiples of chunk_size whatever the calls: streams whose calls
+    differ only by cuts on multiples are bit-equal; a cut inside a block changes the
+    results to rounding only."""
+    y = series(200)
+    X = exog(200) if "future_exog" in params else None
+    Xf = None if X is None else np.full((1, 2), 0.5)
+
+    def run(cuts):
+        fc = make(chunk_size=16, **params)
+        for a, b in zip([0, *cuts], [*cuts, 200]):
+            if a == 0:
+                fc.fit(y[:b], None if X is None else X[:b])
+            else:
+                fc.update(y[a:b], None if X is None else X[a:b])
+        return _state(fc, Xf)
+
+    _assert_same(run([]), run([64, 80, 144]))
+    _assert_same(run([50]), run([50, 64, 128]))
+    _assert_same(run([50, 51, 99]), run([50, 51, 64, 99, 112]))
+    for u, v in zip(run([]), run([50, 51, 99])):
+        np.testing.assert_allclose(u, v, rtol=1e-12)
+
+
+@pytest.mark.parametrize("chunk_size", [7, 256])
+def test_one_step_blocks_never_see_the_future(chunk_size):
+    y = series(200)
+    t = 120
+    y2 = y.copy()
+    y2[t + 1 :] += 50.0
+    F, I = make(horizon=1, chunk_size=chunk_size).backtest(y, return_interval=True)
+    F2, I2 = make(horizon=1, chunk_size=chunk_size).backtest(y2, return_interval=True)
+    made = np.arange(200) - 1 <= t
+    np.testing.assert_array_equal(F[made], F2[made])
+    np.testing.assert_array_equal(I[made], I2[made])
+    assert np.isfinite(F[made][-10:]).all()
+    assert not np.array_equal(F[~made], F2[~made])
+
+
+def test_one_step_block_failure_changes_nothing(monkeypatch):
+    """An error inside a block's prequential call (or in the time steps after it)
+    leaves the forecaster, its regressor included, as it was."""
+    y = series(200)
+    fc = make(horizon=1, chunk_size=16).fit(y[:100])
+    before = pickle.dumps(fc)
+    calls = {"n": 0}
+    real = StreamForecaster._residuals
+
+    def failing(self, *args):
+        calls["n"] += 1
+        if calls["n"] == 40:
+            raise KeyboardInterrupt
+        return real(self, *args)
+
+    monkeypatch.setattr(StreamForecaster, "_residuals", failing)
+    with pytest.raises(KeyboardInterrupt):
+        fc.update(y[100:])
+    monkeypatch.undo()
+    assert pickle.dumps(fc) == before
+    clean = make(horizon=1, chunk_size=16).fit(y[:100])
+    _assert_same(_state(fc.update(y[100:])), _state(clean.update(y[100:])))

@@ -104,8 +104,9 @@ def _held(estimator):
 #: The layout of the pickled state of every estimator of the package. A pickle records
 #: it; loading a pickle of another layout is refused (:func:`check_state_format`) rather
 #: than migrated: a state is only ever read by the layout that wrote it. 2: the
-#: sliding-window baselines keep their rows in a RingBuffer.
-STATE_FORMAT = 2
+#: sliding-window baselines keep their rows in a RingBuffer. 3: StreamForecaster learns
+#: one-step forecasts in blocks (its ``chunk_size``).
+STATE_FORMAT = 3
 _FORMAT_KEY = "_sklearn_orfit_state_format"
 
 
