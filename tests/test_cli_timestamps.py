@@ -19,6 +19,12 @@ from test_cli_forecasting import (  # noqa: F401 (must_not_compute: a fixture)
 
 LATER = TIMES + np.timedelta64(9, "D")  # 10 to 20 January: days past the 12th
 
+# --calibration 20 (its least): after the scored run the future forecaster learns the
+# last lags + window + horizon + C values row by row, 9/10 of a run's time with the
+# default C = 500; the tests here are of the time column, the scored run's notes,
+# settings and predictions, none of the future forecast
+TS_SMALL = [*SMALL, "--calibration", 20]
+
 
 def stamps(fmt, times=LATER):
     """``times`` as text in another format."""
@@ -27,7 +33,7 @@ def stamps(fmt, times=LATER):
 
 def forecast(tmp_path, capsys, name, times, *flags, column="a"):
     path = write_csv(tmp_path / name, make_columns(), times=times)
-    argv = ["--csv", path, "--column", column, *SMALL, "--output-dir", tmp_path / "o",
+    argv = ["--csv", path, "--column", column, *TS_SMALL, "--output-dir", tmp_path / "o",
             *flags]
     return argv, run_json(argv, capsys)
 
@@ -59,7 +65,7 @@ def test_ambiguous_dates_are_an_error_naming_the_column_and_both_readings(tmp_pa
     cells = [f"{k % 12 + 1:02d}/{(k // 20) % 12 + 1:02d}/2024" for k in range(N)]
     path = write_csv(tmp_path / "s.csv", make_columns(), times=np.array(cells, object),
                      time_name="day")
-    status, _, err = run(["--csv", path, "--column", "a", *SMALL], capsys)
+    status, _, err = run(["--csv", path, "--column", "a", *TS_SMALL], capsys)
     one_line_error(status, err, "column 'day' of", "is ambiguous", "'02/01/2024'",
                    "2024-02-01 (MM/DD/YYYY)", "2024-01-02 (DD/MM/YYYY)", "--date-order",
                    "(or name the time column with --time-column)")
@@ -108,7 +114,7 @@ def test_a_column_mixing_offsets_and_local_times(tmp_path, capsys):
     cells[5] = cells[5] + "Z"
     path = write_csv(tmp_path / "s.csv", make_columns(), times=cells)
     status, _, err = run(["--csv", path, "--column", "a", "--time-column", "time",
-                          *SMALL], capsys)
+                          *TS_SMALL], capsys)
     one_line_error(status, err, "--time-column 'time'", "with and without a UTC offset",
                    "line 7 has '2024-01-01T05:00Z'")
 
@@ -119,7 +125,7 @@ def test_epoch_seconds(tmp_path, capsys):
     epoch = (TIMES - np.datetime64("1970-01-01T00:00")) // np.timedelta64(1, "s")
     path = write_csv(tmp_path / "e.csv", make_columns(), times=epoch,
                      time_name="timestamp")
-    doc = run_json(["--csv", path, "--column", "all", *SMALL, "--output-dir",
+    doc = run_json(["--csv", path, "--column", "all", *TS_SMALL, "--output-dir",
                     tmp_path / "o"], capsys)
     assert [s["name"] for s in doc["series"]] == ["a", "b", "temp"]
     assert doc["settings"]["time_column"] == "timestamp"
@@ -129,11 +135,11 @@ def test_epoch_seconds(tmp_path, capsys):
     assert pred["time"][0] == str(TIMES[int(pred["position"][0])].astype("datetime64[s]"))
     # the same numbers under another name are a series
     path = write_csv(tmp_path / "n.csv", make_columns(), times=epoch, time_name="count")
-    doc = run_json(["--csv", path, "--column", "all", *SMALL, "--no-save"], capsys)
+    doc = run_json(["--csv", path, "--column", "all", *TS_SMALL, "--no-save"], capsys)
     assert [s["name"] for s in doc["series"]] == ["count", "a", "b", "temp"]
     assert doc["settings"]["time_column"] is None
     # named by --time-column: read whatever its name
-    doc = run_json(["--csv", path, "--column", "a", "--time-column", "count", *SMALL,
+    doc = run_json(["--csv", path, "--column", "a", "--time-column", "count", *TS_SMALL,
                     "--no-save"], capsys)
     assert doc["settings"]["season"] == 24
 
@@ -142,7 +148,7 @@ def test_epoch_seconds(tmp_path, capsys):
 def test_epoch_milliseconds_are_refused_with_a_hint(tmp_path, capsys):
     ms = (TIMES - np.datetime64("1970-01-01T00:00")) // np.timedelta64(1, "ms")
     path = write_csv(tmp_path / "e.csv", make_columns(), times=ms, time_name="t")
-    status, _, err = run(["--csv", path, "--column", "a", "--time-column", "t", *SMALL],
+    status, _, err = run(["--csv", path, "--column", "a", "--time-column", "t", *TS_SMALL],
                          capsys)
     one_line_error(status, err, "--time-column 't'", "outside the range read as epoch "
                    "seconds", "line 2 has '1704067200000'", "epoch milliseconds?")
@@ -154,12 +160,12 @@ def test_no_time_stamps_names_the_column_looked_at(tmp_path, capsys):
                       np.datetime64("2024-01-01") + np.arange(N)], dtype=object)
     cells[50] = "02/30/2024"
     path = write_csv(tmp_path / "s.csv", make_columns(), times=cells, time_name="date")
-    doc = run_json(["--csv", path, "--column", "a", *SMALL, "--no-save"], capsys)
+    doc = run_json(["--csv", path, "--column", "a", *TS_SMALL, "--no-save"], capsys)
     assert doc["settings"]["time_column"] is None
     (note,) = [n for n in doc["notes"] if n.startswith("no time stamps")]
     assert "column 'date'" in note and "'02/30/2024'" in note and "line 52" in note
     assert "--time-column" in note
-    status, out, err = run(["--csv", path, "--column", "a", *SMALL, "--no-save"], capsys)
+    status, out, err = run(["--csv", path, "--column", "a", *TS_SMALL, "--no-save"], capsys)
     assert status == 0, err
     assert "note: no time stamps: " in out and "column 'date'" in out
 
@@ -169,7 +175,7 @@ def test_repeated_time_stamps_are_refused_or_the_last_kept(tmp_path, capsys):
     times[31] = times[30]
     times[61] = times[60]
     path = write_csv(tmp_path / "s.csv", make_columns(), times=times)
-    argv = ["--csv", path, "--column", "a", *SMALL, "--no-save"]
+    argv = ["--csv", path, "--column", "a", *TS_SMALL, "--no-save"]
     status, out, err = run(argv, capsys)
     assert out == ""
     one_line_error(status, err, "time column 'time' of", "2 rows repeat an earlier time "
@@ -186,7 +192,7 @@ def test_gaps_are_reported(tmp_path, capsys):
     keep = np.r_[0:52, 62:N]
     columns = {k: v[keep] for k, v in make_columns().items()}
     path = write_csv(tmp_path / "g.csv", columns, times=TIMES[keep])
-    argv = ["--csv", path, "--column", "a", *SMALL, "--no-save"]
+    argv = ["--csv", path, "--column", "a", *TS_SMALL, "--no-save"]
     status, out, err = run(argv, capsys)
     assert status == 0, err
     assert ("note: time column 'time': 10 missing steps (spacing 1 h), first after "
@@ -201,13 +207,13 @@ def test_sort_time_on_shuffled_rows_equals_the_sorted_file(tmp_path, capsys):
     columns = make_columns()
     shuffled = write_csv(tmp_path / "x.csv", {k: v[perm] for k, v in columns.items()},
                          times=TIMES[perm])
-    argv = ["--csv", shuffled, "--column", "a", *SMALL, "--output-dir", tmp_path / "o"]
+    argv = ["--csv", shuffled, "--column", "a", *TS_SMALL, "--output-dir", tmp_path / "o"]
     status, _, err = run(argv, capsys)
     one_line_error(status, err, "is not in time order", "--sort-time to sort the rows")
     doc = run_json([*argv, "--sort-time"], capsys)
     assert not any("dropped" in n for n in doc["notes"])
     write_csv(tmp_path / "y.csv", columns)
-    run_json(["--csv", tmp_path / "y.csv", "--column", "a", *SMALL, "--output-dir",
+    run_json(["--csv", tmp_path / "y.csv", "--column", "a", *TS_SMALL, "--output-dir",
               tmp_path / "o"], capsys)
     x = read_predictions(tmp_path / "o" / "forecast_x_a_abo.csv")
     y = read_predictions(tmp_path / "o" / "forecast_y_a_abo.csv")
@@ -218,5 +224,5 @@ def test_sort_time_on_shuffled_rows_equals_the_sorted_file(tmp_path, capsys):
 @pytest.mark.parametrize("flag", [["--sort-time"], ["--date-order", "day-first"]])
 @pytest.mark.usefixtures("must_not_compute")
 def test_time_flags_need_csv(capsys, flag):
-    status, _, err = run(["--dataset", "abo", *SMALL, *flag], capsys)
+    status, _, err = run(["--dataset", "abo", *TS_SMALL, *flag], capsys)
     one_line_error(status, err, f"{flag[0]} needs --csv")

@@ -409,8 +409,13 @@ def long_stream():
     oracles, tols = [], []
     for t in range(1, 301):
         Xt = X[:t]
-        oracles.append(W0 + np.linalg.pinv(Xt) @ (Y[:t] - Xt @ W0))
-        tols.append(_pinv_tol(Xt))
+        # one SVD for both: pinv(Xt) as np.linalg.pinv forms it from this SVD (its
+        # default cut-off, 1e-15·s_max; the same numbers), and _pinv_tol's κ
+        u, s, vt = np.linalg.svd(Xt, full_matrices=False)
+        inv = np.divide(1, s, where=s > 1e-15 * s.max(), out=np.zeros_like(s))
+        pinv = vt.T @ (inv[:, None] * u.T)
+        oracles.append(W0 + pinv @ (Y[:t] - Xt @ W0))
+        tols.append(EPS * (s[0] / s[-1]) * max(Xt.shape))
     return X, Y, W0, oracles, tols
 
 

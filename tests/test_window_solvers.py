@@ -709,7 +709,13 @@ def assert_exact_or_as_lstsq(p, Z, y, N, lam, alpha):
     o_pred = o_pred.ravel()
     tol = np.maximum(1e-9, 100 * EPS * kappa) * np.abs(o_pred).max()
     worst = 0.0
-    for t in np.flatnonzero(np.abs(p - o_pred) > tol):
+    # the steps outside the bound, furthest first; the first one found outside
+    # max(bound, float64 lstsq's error) decides (each costs a 50-digit solve: the known
+    # defects, expected to fail, have dozens)
+    off = np.abs(p - o_pred) / tol
+    for t in sorted(np.flatnonzero(off > 1), key=lambda t: -off[t]):
+        if worst > 1.0:
+            break
         exact = exact_window_prediction(Z, y, t, window_size=N, forgetting_factor=lam, alpha=alpha)
         ref = abs(o_pred[t] - exact)
         if alpha:
@@ -718,7 +724,7 @@ def assert_exact_or_as_lstsq(p, Z, y, N, lam, alpha):
             beta = augmented_ridge(Z[lo:t] * sw[:, None], (y[lo:t] * sw)[:, None], alpha)
             ref = max(ref, abs(float((Z[t] @ beta)[0]) - exact))
         worst = max(worst, abs(p[t] - exact) / max(tol[t], ref))
-    assert worst <= 1.0, f"{worst:.3g}× max(bound, float64 lstsq's error) from the exact answer"
+    assert worst <= 1.0, f"{worst:.3g}× max(bound, float64 lstsq's error) from the exact answer (at least)"
 
 
 _GRADED_KNOWN = {  # (kind, lam, alpha, N): outside max(bound, float64's error) by the factor
