@@ -259,7 +259,8 @@ def test_a_run_the_cluster_does_not_compute_is_not_stopped(tmp_path, capsys,
             doc = run_json(["--csv", tmp_path / "long.csv", "--column", "a",
                             "--n-components", 256, "--window-size", 20, "--n-lags", 4,
                             "--quiet", "--no-save", "--json", "--scheduler",
-                            c.scheduler_address, "--timeout", 0.1], capsys)
+                            c.scheduler_address, "--timeout", 0.1, "--chunk-size", 10],
+                           capsys)
             elapsed = time.monotonic() - start
     assert elapsed > 0.3  # several looks at the cluster would have stopped it
     assert doc["series"][0]["n_scored"] > 4000
