@@ -553,7 +553,6 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         self.regressor_ = (clone(self.regressor) if self.regressor is not None
                            else default_regressor(n_features))
         self._fast = None
-        self._pre = None  # a block's forecasts while its time steps run
         # the first origin with a full row
         self._t0 = max(self.n_lags - 1 + self._order, self._exog_lags - 1, 0)
         s = self._order if self.transform == "seasonal_diff" else 0
@@ -681,34 +680,24 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
     def _row(self, t, ys, Xs, start, fut_rows):
         """Features of origin ``t`` from the values ``ys`` (absolute times from
         ``start``), exogenous rows ``Xs`` and the known-future rows ``fut_rows``
-        (shape ``(steps, n_future)``)."""
-        i = t - start
-        L, d = self.n_lags, self._order
-        lags = ys[i - L + 1 : i + 1][::-1]
-        if self.transform is None:
-            z = lags
-        elif self.transform == "log_diff":
-            v = np.log(ys[i - L : i + 1][::-1])
-            z = v[:-1] - v[1:]
-        else:
-            z = lags - ys[i - L + 1 - d : i + 1 - d][::-1]
-        parts = [z]
-        if self._exog_lags:
-            e = Xs[i - self._exog_lags + 1 : i + 1][::-1][:, self._past_cols]
-            parts.append(e.T.ravel())
+        (shape ``(steps, n_future)``): :meth:`_past_rows` of one origin, then
+        ``fut_rows``."""
+        x = self._past_rows(np.array([t]), ys, Xs, start)[0]
         if self._future_cols:
-            parts.append(fut_rows.T.ravel())
-        return np.concatenate(parts)
+            return np.concatenate([x, fut_rows.T.ravel()])
+        return x
 
-    def _base(self, ys, i, k, origin=None):
-        """The base of step ``k`` at position ``i`` of ``ys`` (see the class doc); for
-        no transform, the running mean at ``origin`` (default ``i``)."""
+    def _base(self, ys, i, k, origin=None, means=None):
+        """The base of step ``k`` at position ``i`` of ``ys`` (see the class doc; ``i``
+        may be an array of positions); for no transform, the running mean at ``origin``
+        (default ``i``) of ``means`` (default: the kept running means)."""
         if self.transform in ("diff", "log_diff"):
             return ys[i]
         if self.transform == "seasonal_diff":
             s = self._order
             return ys[i + k - s * math.ceil(k / s)]
-        return self._m_hist[i if origin is None else origin]
+        means = self._m_hist if means is None else means
+        return means[i if origin is None else origin]
 
     def _to_target(self, y, base):
         if self.transform == "log_diff":
@@ -814,7 +803,7 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         a = 0
         while a < n:
             b = min(n, a + C - (first + a) % C)  # the block ends on a multiple of C
-            self._pre = self._learn_block(yv[a:b], Xv[a:b]) if C > 1 else None
+            block = self._learn_block(yv[a:b], Xv[a:b]) if C > 1 else None
             for i in range(a, b):
                 self._y_hist = np.append(self._y_hist, yv[i])[-self._keep :]
                 # the running mean of y (one value at a time, whatever the chunking)
@@ -837,7 +826,7 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
                 self._issued_origin[T % R] = T
                 self._issued_q[T % R] = self._quantiles_both()
                 # forecasts and rows that are due, in the order the timing allows
-                made = self._advance(T)
+                made = self._advance(T, block)
                 # record: the forecasts made now, into the rows of their targets
                 if record:
                     for o, f in made:
@@ -847,7 +836,6 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
                             if 0 <= r < n:
                                 F[r, k - 1] = f[k - 1]
                                 Q[r, k - 1] = q[:, k - 1]
-            self._pre = None
             a = b
         return F, Q
 
@@ -858,9 +846,10 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         return (self.horizon == 1 and self.chunk_size > 1
                 and hasattr(self.regressor_, "prequential_predict"))
 
-    def _rows(self, origins, ys, Xs, start, *, steps):
-        """The rows of consecutive ``origins`` (absolute times) at once: :meth:`_row`
-        for each, with the known-future rows of ``steps`` steps."""
+    def _past_rows(self, origins, ys, Xs, start):
+        """The lags of the transformed series and of the past-only exogenous columns
+        at each of ``origins`` (absolute times; values ``ys`` and rows ``Xs`` held
+        from time ``start``): one row per origin, newest lag first."""
         i = origins - start
         L, d = self.n_lags, self._order
         idx = i[:, None] - np.arange(L)[None, :]  # newest lag first
@@ -871,16 +860,21 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
             z = v[idx] - v[idx - 1]
         else:
             z = ys[idx] - ys[idx - d]
-        parts = [z]
-        if self._exog_lags:
-            e_idx = i[:, None] - np.arange(self._exog_lags)[None, :]
-            e = Xs[:, self._past_cols][e_idx]  # (rows, lags, columns)
-            parts.append(e.transpose(0, 2, 1).reshape(i.shape[0], -1))
-        if self._future_cols:
-            f_idx = i[:, None] + np.arange(1, steps + 1)[None, :]
-            fut = Xs[:, self._future_cols][f_idx]  # (rows, steps, columns)
-            parts.append(fut.transpose(0, 2, 1).reshape(i.shape[0], -1))
-        return np.concatenate(parts, axis=1)
+        if not self._exog_lags:
+            return z
+        e_idx = i[:, None] - np.arange(self._exog_lags)[None, :]
+        e = Xs[:, self._past_cols][e_idx]  # (rows, lags, columns)
+        return np.concatenate([z, e.transpose(0, 2, 1).reshape(i.shape[0], -1)], axis=1)
+
+    def _rows(self, origins, ys, Xs, start, *, steps):
+        """:meth:`_row` of each of ``origins`` at once, the known-future rows of
+        ``steps`` steps read from ``Xs``."""
+        x = self._past_rows(origins, ys, Xs, start)
+        if not self._future_cols:
+            return x
+        f_idx = (origins - start)[:, None] + np.arange(1, steps + 1)[None, :]
+        fut = Xs[:, self._future_cols][f_idx]  # (rows, steps, columns)
+        return np.concatenate([x, fut.transpose(0, 2, 1).reshape(x.shape[0], -1)], axis=1)
 
     def _learn_block(self, yb, Xb):
         """One step ahead: the forecasts of the origins the block's time steps will
@@ -911,13 +905,8 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         if o1 < o0:
             return o0, f
 
-        def base(o):
-            i = o - start
-            if self.transform in ("diff", "log_diff"):
-                return ys[i]
-            if self.transform == "seasonal_diff":
-                return ys[i + 1 - self._order]
-            return ms[i]
+        def base(o):  # of step 1 at origins o
+            return self._base(ys, o - start, 1, means=ms)
 
         reg = self.regressor_
         p = np.full(o1 - o0 + 1, np.nan)  # predictions (target units) of the origins
@@ -932,21 +921,21 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
             lo, hi = max(o0, l0), min(o1, l1)
             if hi >= lo:
                 p[lo - o0 : hi - o0 + 1] = P[lo - l0 : hi - l0 + 1]
-            self.n_rows_learned_ += learn.shape[0]
             self._fast = self._fast_steps(reg)
-        if o1 > l1 and o1 >= self._t0 and self.n_rows_learned_ > 0:
+        # (the time steps count the rows learned, as they pass them)
+        learned = self.n_rows_learned_ + max(l1 - l0 + 1, 0)
+        if o1 > l1 and o1 >= self._t0 and learned > 0:
             # the last origin: after every row before it
             x = self._rows(np.array([o1]), ys, Xs, start, steps=1)[0]
             p[o1 - o0] = self._predict_row(reg, self._fast, x)[0]
         origins = np.arange(o0, o1 + 1)
         ok = origins >= self._t0
         f[ok, 0] = self._from_target(p[ok], base(origins[ok]))
-        # the learning is done: the time steps only count the rows
-        self.n_rows_learned_ -= max(l1 - l0 + 1, 0)
         return o0, f
 
-    def _advance(self, T):
-        """Make the forecasts and learn the rows that are due at time ``T``."""
+    def _advance(self, T, block=None):
+        """Make the forecasts and learn the rows that are due at time ``T``; ``block``:
+        the forecasts of :meth:`_learn_block`, whose rows it has learned."""
         made = []
         g, h = self._reach, self.horizon
         start = self.n_samples_seen_ - self._y_hist.shape[0]
@@ -960,8 +949,8 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
                 # the intervals issued at o: the conformal state at time o
                 qslot = self._issued_origin[slot] == o
                 self._ring_q[slot] = self._issued_q[slot] if qslot else np.nan
-                if self._pre is not None:  # computed by the block's prequential call
-                    f = self._pre[1][o - self._pre[0]]
+                if block is not None:  # computed by the block's prequential call
+                    f = block[1][o - block[0]]
                 elif o >= self._t0 and self.n_rows_learned_ > 0:
                     fut = (self._future_rows(self._X_hist, start, o, h)
                            if self._future_cols else None)
@@ -981,7 +970,7 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
                 continue
             t = self._next_learn
             if t + g <= T and self._next_forecast > t + g - 1:
-                if self._pre is None:
+                if block is None:
                     self._learn_origin(t, start)
                 else:  # learned by the block's prequential call
                     self._next_learn += 1
