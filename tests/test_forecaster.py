@@ -599,3 +599,28 @@ def test_one_step_block_failure_changes_nothing(monkeypatch):
     assert pickle.dumps(fc) == before
     clean = make(horizon=1, chunk_size=16).fit(y[:100])
     _assert_same(_state(fc.update(y[100:])), _state(clean.update(y[100:])))
+
+
+# (scikit-learn's SGDRegressor warns about the forecaster's one-column targets)
+@pytest.mark.filterwarnings("ignore:A column-vector y was passed")
+def test_chunk_size_is_checked_fixed_for_the_stream_and_ignored_without_blocks():
+    """chunk_size must be an int >= 1; changing it mid-stream is refused like any other
+    parameter; a huge block and a regressor without a vectorised prequential_predict
+    give one value at a time's forecasts."""
+    from sklearn.linear_model import SGDRegressor
+
+    y = series(200)
+    with pytest.raises(ValueError, match="chunk_size"):
+        make(horizon=1, chunk_size=0).fit(y)
+    fc = make(horizon=1, chunk_size=16).fit(y[:100])
+    before = pickle.dumps(fc)
+    fc.set_params(chunk_size=1)
+    with pytest.raises(ValueError, match="chunk_size changed"):
+        fc.update(y[100:])
+    assert pickle.dumps(fc.set_params(chunk_size=16)) == before
+    one = make(horizon=1, chunk_size=1).backtest(y)
+    np.testing.assert_allclose(make(horizon=1, chunk_size=10**9).backtest(y), one,
+                               rtol=0, atol=1e-12 * np.abs(y).max())
+    sgd = [StreamForecaster(SGDRegressor(random_state=0), n_lags=4, horizon=1,
+                            chunk_size=c).backtest(y) for c in (1, 64)]
+    np.testing.assert_array_equal(sgd[0], sgd[1])
