@@ -97,7 +97,7 @@ def main_(argv=None):
         results["tune"] = {"choice": doc["tuning"]["choice"], "rmse": rmse,
                            "n_scored": n, "seconds_tuning": doc["tuning"]["seconds"],
                            "seconds_total": tune_seconds,
-                           "n_candidates": sum(r["std_rmse"] is not None
+                           "n_candidates": sum(r["target_rmse"] is not None
                                                for r in doc["tuning"]["table"])}
         print(f"--tune: {doc['tuning']['choice']} -> RMSE {rmse:.1f} MW over {n} values "
               f"from position {n_tune} ({tune_seconds:.0f} s in all)")

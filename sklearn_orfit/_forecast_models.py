@@ -3,8 +3,8 @@
 :func:`make_forecast_model` builds one of :data:`MODELS` (ABO, ORFit, the feature-partition
 ensemble, the ABO paper's baselines, BOA aggregation) with the settings the
 ``sklearn-orfit forecast`` command and :func:`~sklearn_orfit.forecasting.tune_forecast`
-take; the rows it learns are those of :func:`~sklearn_orfit._forecast_problem.make_forecast_problem`
-(or of a :class:`~sklearn_orfit.StreamForecaster`, behind its running standardisation).
+take; the rows it learns are those of a :class:`~sklearn_orfit.StreamForecaster`, behind
+a running standardisation (:func:`sklearn_orfit.forecasting._forecaster_regressor`).
 """
 
 from .abo._qr_ewrls import QREWRLSRegressor

@@ -783,8 +783,9 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
 
     def _run_steps(self, yv, Xv, *, record):
         """Learn the values one time step at a time; with ``record``, the forecasts
-        made (``F[i, k−1]``: of ``yv[i]`` from ``k`` steps before) and the interval
-        half-widths issued with them, ``(n, horizon, n_levels)``.
+        of each value (``F[i, k−1]``: of ``yv[i]`` from ``k`` steps before, made in this
+        call or an earlier one) and the interval half-widths issued with them
+        (``Q[i, k−1]``: ACI's and the nominal quantile's, ``(2, n_levels)``).
 
         With :meth:`_vectorised`, the values come in blocks aligned on the stream's
         positions; each block's forecasts are computed and its rows learned first, by one
@@ -821,19 +822,23 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
                     k_idx = np.flatnonzero(have)
                     self._residuals(k_idx, yv[i] - self._ring_f[slots[k_idx], k_idx],
                                     self._ring_q[slots[k_idx], :, k_idx])
+                    if record:  # (forecasts made in an earlier call included)
+                        F[i, k_idx] = self._ring_f[slots[k_idx], k_idx]
+                        Q[i, k_idx] = self._ring_q[slots[k_idx], :, k_idx]
                 # the intervals issued at origin T (from the residuals known at T), kept
                 # for its forecast (made now, or when its known-future rows have arrived)
                 self._issued_origin[T % R] = T
                 self._issued_q[T % R] = self._quantiles_both()
                 # forecasts and rows that are due, in the order the timing allows
                 made = self._advance(T, block)
-                # record: the forecasts made now, into the rows of their targets
+                # record: the forecasts made now of targets already seen (deferred
+                # forecasts); the others are recorded when their target arrives
                 if record:
                     for o, f in made:
                         q = self._ring_q[o % R]
-                        for k in range(1, h + 1):
+                        for k in range(1, min(h, T - o) + 1):
                             r = o + k - first
-                            if 0 <= r < n:
+                            if r >= 0:
                                 F[r, k - 1] = f[k - 1]
                                 Q[r, k - 1] = q[:, k - 1]
             a = b
@@ -875,6 +880,39 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         f_idx = (origins - start)[:, None] + np.arange(1, steps + 1)[None, :]
         fut = Xs[:, self._future_cols][f_idx]  # (rows, steps, columns)
         return np.concatenate([x, fut.transpose(0, 2, 1).reshape(x.shape[0], -1)], axis=1)
+
+    def _learning_problem(self, yv, Xv):
+        """The rows this forecaster learns from a whole series, at once (after
+        :meth:`_start`; nothing is changed): ``(X, Y, origins, bases)``.
+
+        ``X[j]`` is the row of origin ``origins[j]`` (every origin from the first full
+        row whose targets lie within ``yv``), ``Y[j, k−1]`` its target of step ``k``
+        (``k = 1 .. horizon`` for the direct strategy, 1 for the recursive one) and
+        ``bases[j, k−1]`` the base that target is relative to, so that a prediction ``p``
+        of it is the forecast :meth:`_from_target` ``(p, base)`` of
+        ``yv[origins[j] + k]``. A regressor that predicts row ``j`` after learning the
+        rows before ``j − (horizon − 1)`` (``prequential_predict(..., delay=horizon − 1)``)
+        makes the stream's forecasts.
+        """
+        g = self._reach
+        n = yv.shape[0]
+        means = np.empty(n)  # the running mean, as the stream computes it
+        mean = 0.0
+        for j in range(n):
+            mean += (yv[j] - mean) / (j + 1)
+            means[j] = mean
+        origins = np.arange(self._t0, n - g)
+        X = self._rows(origins, yv, Xv, 0, steps=g)
+        ks = np.arange(1, g + 1)
+        if self.transform == "seasonal_diff":
+            s = self._order
+            bases = yv[origins[:, None] + ks - s * np.ceil(ks / s).astype(np.int64)]
+        else:
+            bases = np.column_stack([self._base(yv, origins, k, means=means) for k in ks]
+                                    ).reshape(origins.shape[0], g)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            Y = self._to_target(yv[origins[:, None] + ks], bases)
+        return X, Y, origins, bases
 
     def _learn_block(self, yb, Xb):
         """One step ahead: the forecasts of the origins the block's time steps will

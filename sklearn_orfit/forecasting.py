@@ -2,8 +2,8 @@
 
 :func:`tune_forecast` searches, on the first part of a series only, the settings the
 ``sklearn-orfit forecast`` command takes (the models of
-:mod:`sklearn_orfit._forecast_models` on the rows of :mod:`sklearn_orfit._forecast_problem`):
-the transform (none, first differences, log returns), the window length ``N``, the random
+:mod:`sklearn_orfit._forecast_models` on the rows a :class:`~sklearn_orfit.StreamForecaster`
+learns): the transform (none, first differences, log returns), the window length ``N``, the random
 features' frequency scale σ and the model, with scikit-learn's
 :class:`~sklearn.model_selection.GridSearchCV` driven by the prequential folds of
 :class:`~sklearn_orfit.model_selection.PrequentialSplit` and the prequential scorer of
@@ -26,7 +26,6 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.utils import Bunch
 
 from ._forecast_models import DEFAULT_ALPHA, MODELS, make_forecast_model
-from ._forecast_problem import TRANSFORMS, first_origin, make_forecast_problem
 from ._forecaster import StreamForecaster
 from ._plotting import draw_bands
 from ._streaming._prequential import prequential_predict
@@ -35,6 +34,36 @@ from .model_selection import PrequentialSplit, make_prequential_scorer
 from .utils.benchmarking import blas_threads
 
 __all__ = ["StreamForecaster", "plot_forecast", "tune_forecast"]
+
+#: the transforms of the command line and of :func:`tune_forecast` (the names of
+#: :class:`StreamForecaster`'s ``transform``: None, "diff", "log_diff")
+TRANSFORMS = ("none", "diff", "logdiff")
+_STREAM_TRANSFORM = {"none": None, "diff": "diff", "logdiff": "log_diff"}
+
+
+def first_forecast_position(*, n_lags, transform, horizon=1):
+    """Position of the first value the forecaster of :func:`_stream_forecaster`
+    forecasts.
+
+    Its first row's origin is the value of its last lag (``n_lags − 1``, one more when
+    differenced); that row is learned once its targets, ``horizon`` values later, are
+    known, and the first forecast is made from the origin ``horizon`` values after
+    the first row's, of the value ``horizon`` steps later.
+    """
+    return _first_origin(n_lags, transform) + 2 * horizon
+
+
+def _first_origin(n_lags, transform):
+    """Position of the first origin with a full row (its oldest lag the first value
+    of the transformed series)."""
+    return n_lags - 1 + (transform != "none")
+
+
+def min_series_length(*, n_lags, window_size, transform, horizon=1):
+    """Fewest values a series needs: the first forecast, the window, 2 scored
+    forecasts."""
+    return first_forecast_position(n_lags=n_lags, transform=transform,
+                                   horizon=horizon) + window_size + 2
 
 # the models whose state is a sliding window of the last ``window_size`` rows
 _WINDOWED = ("abo", "ensemble", "sw-krls", "qrd-rls")
@@ -75,9 +104,9 @@ class _ForecastModel(RegressorMixin, BaseEstimator):
         params = dict(self.model_params or {})
         if self.alpha is not None:
             params["alpha"] = self.alpha
-        return make_forecast_model(
+        return _forecaster_regressor(make_forecast_model(
             self.model, n_components=d, sigma=self.sigma, window_size=self.window_size,
-            random_state=self.random_state, **params)
+            random_state=self.random_state, **params))
 
     def fit(self, X, y):
         self.estimator_ = self._make()
@@ -191,24 +220,54 @@ def _feasible_fold_size(fewest, need_first, n_splits):
     return (fewest - max(need_first, fewest // (n_splits + 1))) // n_splits
 
 
-def _fold_errors(estimator, problem, cv, params, delay):
-    """Replay the search's folds for ``params``: forecasts in the series' units.
+class _Problem:
+    """The rows a forecaster learns from a series (:func:`_stream_forecaster`'s, with
+    ``transform``, ``n_lags``, ``horizon`` and the exogenous columns ``exog``, all
+    past-only), as a regression problem for the search.
 
-    Returns ``(actual, forecast, standardised errors)`` over the scored rows of every
-    fold, in time order: each fold's model is warmed up on the fold's warm-up rows, then
-    predicts-then-updates the fold with labels ``delay`` rows late (as the scorer does);
-    the predictions are mapped back with the statistics known at each row's origin.
+    ``X`` holds one row per origin; ``y`` its target ``horizon`` steps ahead (relative
+    to a base known at the origin: the value's running mean, the last value, or its
+    log); ``index``, the position of that target; ``actual``, its value.
+    :meth:`to_units` maps predictions of ``y`` to forecasts in the series' units.
+    """
+
+    def __init__(self, values, exog, *, transform, n_lags, horizon):
+        n_past = 0 if exog is None else (1 if exog.ndim == 1 else exog.shape[1])
+        fc = _stream_forecaster(None, transform=transform, n_lags=n_lags,
+                                horizon=horizon, n_past=n_past)
+        fc._start(values, exog)
+        yv, Xv, _ = fc._check_chunk(values, exog, first=True)
+        X, Y, origins, bases = fc._learning_problem(yv, Xv)
+        self._forecaster = fc
+        self.X, self.y = X, Y[:, -1]
+        self.index = origins + horizon
+        self.actual = yv[self.index]
+        self._base = bases[:, -1]
+
+    def to_units(self, y_pred, rows=slice(None)):
+        """Forecasts of ``actual[rows]`` from predictions ``y_pred`` of ``y[rows]``."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            return self._forecaster._from_target(np.asarray(y_pred, dtype=np.float64),
+                                                 self._base[rows])
+
+
+def _fold_errors(estimator, problem, cv, params, delay):
+    """Replay the search's folds for ``params``: ``(actual, forecast)`` in the series'
+    units over the scored rows of every fold, in time order.
+
+    Each fold's model is warmed up on the fold's warm-up rows, then predicts-then-updates
+    the fold with labels ``delay`` rows late (as the scorer does); the predictions are
+    mapped back with the base known at each row's origin.
     """
     X, y = problem.X, problem.y
-    actual, forecast, err_std = [], [], []
+    actual, forecast = [], []
     for train, test in cv.split(X):
         est = clone(estimator).set_params(**params).fit(X[train], y[train])
         p = prequential_predict(est, X[test], y[test], delay=delay)[delay:]
         rows = test[delay:]
         actual.append(problem.actual[rows])
         forecast.append(problem.to_units(p, rows))
-        err_std.append(y[rows] - p)
-    return np.concatenate(actual), np.concatenate(forecast), err_std
+    return np.concatenate(actual), np.concatenate(forecast)
 
 
 def _row(stage, transform, params=None, base=None, note=""):
@@ -217,7 +276,7 @@ def _row(stage, transform, params=None, base=None, note=""):
     params = params or {}
     return {"stage": stage, "transform": transform, "model": params.get("model"),
             "window_size": params.get("window_size"), "sigma": params.get("sigma"),
-            "alpha": alpha, "n_components": d, "std_rmse": None, "rank": None,
+            "alpha": alpha, "n_components": d, "target_rmse": None, "rank": None,
             "rmse": None, "mae": None, "chosen": False, "note": note}
 
 
@@ -233,8 +292,7 @@ def _search(v, ex_tune, *, transforms, grid, base, cv, scorer, n_lags, horizon, 
             table.append(_row(stage, t, note="skipped: the tuning part is not strictly "
                                              "positive"))
             continue
-        problem = make_forecast_problem(v, n_lags=n_lags, transform=t,
-                                           horizon=horizon, exog=ex_tune)
+        problem = _Problem(v, ex_tune, transform=t, n_lags=n_lags, horizon=horizon)
         search = GridSearchCV(base, grid, scoring=scorer, cv=cv, n_jobs=n_jobs,
                               refit=False, error_score="raise")
         search.fit(problem.X, problem.y)
@@ -243,11 +301,11 @@ def _search(v, ex_tune, *, transforms, grid, base, cv, scorer, n_lags, horizon, 
         for k, params in enumerate(cvr["params"]):
             score = -float(cvr["mean_test_score"][k])
             row = _row(stage, t, params, base)
-            row["std_rmse"] = score if math.isfinite(score) else None
+            row["target_rmse"] = score if math.isfinite(score) else None
             row["rank"] = int(cvr["rank_test_score"][k])
             rows.append(row)
         best = rows[int(search.best_index_)]
-        actual, forecast, _ = _fold_errors(base, problem, cv,
+        actual, forecast = _fold_errors(base, problem, cv,
                                            cvr["params"][search.best_index_], delay)
         err = actual - forecast
         with np.errstate(over="ignore", invalid="ignore"):
@@ -267,26 +325,30 @@ def _search(v, ex_tune, *, transforms, grid, base, cv, scorer, n_lags, horizon, 
     return table, best_rows, last_value_rmse, positions
 
 
-_STREAM_TRANSFORM = {"none": None, "diff": "diff", "logdiff": "log_diff"}
-
-
-def _stream_forecaster(model, *, transform, n_lags, horizon, n_past=0, n_future=0,
-                       coverage=(0.8, 0.95), conformal_window=1000):
-    """The :class:`StreamForecaster` of a model of :func:`make_forecast_model`: the
-    model's steps behind a running standardisation of their rows, ``n_lags`` lags of
-    the ``transform``-ed series and of ``n_past`` past-only exogenous columns, then
-    ``n_future`` known-future columns; direct (one row, ``horizon`` targets)."""
+def _forecaster_regressor(model):
+    """A model of :func:`make_forecast_model` behind a running standardisation of
+    its rows (:class:`~sklearn_orfit.RecursiveStandardScaler`): the regressor of
+    :func:`_stream_forecaster`."""
     from .compose._pipeline import StreamingPipeline, make_streaming_pipeline
     from .preprocessing import RecursiveStandardScaler
 
     steps = ([step for _, step in model.steps] if isinstance(model, StreamingPipeline)
              else [model])
+    return make_streaming_pipeline(RecursiveStandardScaler(), *steps)
+
+
+def _stream_forecaster(model, *, transform, n_lags, horizon, n_past=0, n_future=0,
+                       coverage=(0.8, 0.95), conformal_window=1000, chunk_size=256):
+    """The :class:`StreamForecaster` of a model of :func:`make_forecast_model`
+    (:func:`_forecaster_regressor`; ``None``: the forecaster's default), ``n_lags``
+    lags of the ``transform``-ed series and of ``n_past`` past-only exogenous columns,
+    then ``n_future`` known-future columns; direct (one row, ``horizon`` targets)."""
     return StreamForecaster(
-        make_streaming_pipeline(RecursiveStandardScaler(), *steps), n_lags=n_lags,
+        None if model is None else _forecaster_regressor(model), n_lags=n_lags,
         transform=_STREAM_TRANSFORM[transform],
         future_exog=list(range(n_past, n_past + n_future)) or None,
         exog_lags=n_lags, horizon=horizon, strategy="direct", coverage=coverage,
-        conformal_window=conformal_window)
+        conformal_window=conformal_window, chunk_size=chunk_size)
 
 
 def tune_forecast(
@@ -315,12 +377,14 @@ def tune_forecast(
     first part.
 
     The first ``n_tune = floor(tune_fraction · len(series))`` values are turned into
-    prequential rows for each transform (:func:`make_forecast_problem`: optional
-    differencing, standardisation with past-only statistics, ``n_lags`` lags,
-    ``horizon`` steps ahead); per transform, ``GridSearchCV`` searches the models and
+    prequential rows for each transform: the rows the returned
+    :class:`StreamForecaster` learns (``n_lags`` lags of the transformed series and of
+    ``exog``, the target ``horizon`` steps ahead relative to a base known at the origin:
+    the running mean, the last value or its log), each model behind a running
+    standardisation of its rows; per transform, ``GridSearchCV`` searches the models and
     their settings over ``n_splits`` :class:`PrequentialSplit` folds at the end of
     those rows (labels ``horizon − 1`` rows late), scored by
-    :func:`make_prequential_scorer` (RMSE of the standardised targets). Each transform's
+    :func:`make_prequential_scorer` (RMSE of those targets). Each transform's
     best candidate is then replayed on the same folds and scored in the series' units,
     and the transform with the lowest RMSE there is chosen.
 
@@ -397,8 +461,8 @@ def tune_forecast(
         chosen model; ``forecaster``: the fitted :class:`StreamForecaster` (``None``
         with ``refit=False``); ``table``: one dict per candidate (``stage``: 1, or 2
         for the second stage of a staged search, ``transform``, ``model``,
-        ``window_size``, ``sigma``, ``alpha``, ``n_components``, ``std_rmse``: mean
-        over the folds of the standardised RMSE the search ranks by, ``rank``: within
+        ``window_size``, ``sigma``, ``alpha``, ``n_components``, ``target_rmse``: mean
+        over the folds of the RMSE of the targets the search ranks by, ``rank``: within
         its stage and transform, ``rmse`` and ``mae``: in the series' units, over the
         validation folds, for the best candidate of each transform and stage,
         ``chosen``, ``note``); ``last_value_rmse``: the RMSE of the last-value forecast
@@ -423,11 +487,11 @@ def tune_forecast(
     folds are the last ``n_splits · fold_size`` rows of each, so every transform is
     scored on the same target positions.
 
-    Within a transform the candidates are ranked in standardised units (the errors the
-    model learns); across transforms those units differ (past-only statistics of the
-    values, of their changes or of their log changes), so each transform's best is
-    replayed on the same folds with its forecasts mapped back to the series' units with
-    the statistics known at each origin, where the errors compare.
+    Within a transform the candidates are ranked by the errors of the targets the
+    model learns; across transforms those targets differ (deviations from the running
+    mean, changes, log changes), so each transform's best is replayed on the same folds
+    with its forecasts mapped back to the series' units with the base known at each
+    origin, where the errors compare.
 
     Cost: about ``n_candidates × n_splits × (warm-up + fold_size)`` predict-and-update
     steps per transform, each ``O(N·D)`` for ``abo`` (``O(D²)`` for ``ewrls``), plus the
@@ -501,8 +565,7 @@ def tune_forecast(
 
     # the same folds (target positions) for every transform: the rows of each end with
     # the target n_tune - 1; differencing costs a row, so size them on the fewest rows
-    n_rows = {t: n_tune - first_origin(n_lags=n_lags, transform=t) - horizon
-              for t in transforms}
+    n_rows = {t: n_tune - _first_origin(n_lags, t) - horizon for t in transforms}
     fewest = min(n_rows.values())
     windowed = all(m in _WINDOWED for m in models)
     notes = []
@@ -535,8 +598,7 @@ def tune_forecast(
     fold_size = _feasible_fold_size(fewest, need_first, n_splits)
     if fold_size < 2:
         min_rows = max(2 * (n_splits + 1), n_splits * 2 + need_first)
-        min_tune = min_rows + max(first_origin(n_lags=n_lags, transform=t)
-                                  for t in transforms) + horizon
+        min_tune = min_rows + max(_first_origin(n_lags, t) for t in transforms) + horizon
         raise ValueError(
             f"the tuning part (the first {n_tune} of {n_values} values, tune_fraction="
             f"{tune_fraction}) is too short for {n_splits} validation folds of at least 2 "

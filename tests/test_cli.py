@@ -40,7 +40,7 @@ def scores(stdout):
     out = {}
     for line in stdout.splitlines():
         parts = line.split()
-        if len(parts) == 3 and parts[0] in ("forecast", "persistence", "standardised"):
+        if len(parts) == 3 and parts[0] in ("forecast", "persistence"):
             out[parts[0]] = (float(parts[1]), float(parts[2]))
     return out
 
@@ -82,11 +82,12 @@ def test_default_run_on_bundled_electricity(tmp_path):
     # the model must beat the last-value forecast clearly on this strongly seasonal
     # series (measured: ResMSE about 1.1e5 MW² against 8.8e5)
     assert 0 < s["forecast"][0] < 0.3 * s["persistence"][0]
-    assert 0 < s["standardised"][0] < 0.3
     out = tmp_path / "sklearn-orfit-output"
     pred = read_predictions(out / "forecast_electricity_abo.csv")
-    assert pred["actual"].size == 4032 - 23  # differencing, 2 for the statistics, 20 lags
-    assert pred["time"][0] == "2000-06-05T11:30"
+    # the first forecast: of position 22 (differencing, 20 lags, the first row learned
+    # one step later)
+    assert pred["actual"].size == 4032 - 22
+    assert pred["time"][0] == "2000-06-05T11:00"
     if has_matplotlib():
         assert (out / "forecast_electricity_abo.png").read_bytes()[:8] == PNG_MAGIC
 
@@ -97,10 +98,10 @@ def test_default_run_short_variant(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""  # --quiet: no progress bar
     pred = read_predictions(tmp_path / "o" / "forecast_electricity_abo.csv")
-    assert pred["actual"].size == 500 - 23
+    assert pred["actual"].size == 500 - 22
     # first window not scored: the default window (500) halved for a series too short
-    # for it, (500 - 25) // 2 = 237 (25: differencing, statistics, lags, 2 scored rows)
-    assert pred["scored"].astype(int).sum() == 500 - 23 - 237
+    # for it, (500 - 24) // 2 = 238 (24: the first forecast's position, 2 scored ones)
+    assert pred["scored"].astype(int).sum() == 500 - 22 - 238
 
 
 def test_console_script_is_installed(tmp_path):
@@ -122,7 +123,7 @@ def test_csv_input_with_chosen_column(tmp_path, series):
                    "--quiet", "--output-dir", "out", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     pred = read_predictions(tmp_path / "out" / "forecast_load_load_abo.csv")
-    offset = 2 + 5  # standardisation needs two values, then 5 lags
+    offset = 5 + 1  # 5 lags, then the first row learned one step later
     np.testing.assert_array_equal(pred["position"].astype(int), np.arange(offset, 400))
     # the "actual" column is the chosen column (not the date or temperature), unchanged
     np.testing.assert_array_equal(pred["actual"].astype(float), series[offset:])
@@ -194,7 +195,7 @@ def test_too_few_rows_for_lags_and_window(tmp_path, series):
     write_series_csv(tmp_path / "s.csv", series[:60])
     proc = run_cli("forecast", "--csv", "s.csv", "--column", "load", "--n-lags", 10,
                    "--window-size", 50, cwd=tmp_path)
-    assert_one_line_error(proc, "60 values", "--n-lags 10", "--window-size 50", "64")
+    assert_one_line_error(proc, "60 values", "--n-lags 10", "--window-size 50", "63")
 
 
 @pytest.mark.parametrize("bad", ["", "nan", "NA"])

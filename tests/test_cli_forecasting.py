@@ -6,6 +6,7 @@ with small models, so each test takes well under a second or two.
 """
 
 import csv
+import dataclasses
 import json
 import os
 import pickle
@@ -18,7 +19,7 @@ from sklearn_orfit import __version__, prequential_predict
 from sklearn_orfit.cli import _main as _cli
 from sklearn_orfit.cli import _workers
 from sklearn_orfit import _forecast_models as fm
-from sklearn_orfit import _forecast_problem as fp
+from sklearn_orfit import forecasting as fp
 from sklearn_orfit.cli import _experiments as ex
 from sklearn_orfit.cli import _model
 from sklearn_orfit.cli._model import MODEL_FILE_FORMAT, SavedForecast
@@ -107,8 +108,8 @@ def must_not_compute(monkeypatch):
     def forbidden(*args, **kwargs):
         raise AssertionError("computation started")
 
-    for module, names in ((fm, ("make_forecast_model",)), (fp, ("problem_from_tail",)),
-                          (ex, ("run_forecast",))):
+    for module, names in ((fm, ("make_forecast_model",)), (fp, ("_stream_forecaster",)),
+                          (ex, ("run_stream",))):
         for name in names:
             monkeypatch.setattr(module, name, forbidden)
 
@@ -214,8 +215,9 @@ def test_bundled_electricity_keeps_its_time_stamps(tmp_path, capsys):
     """The bundled series provides its own times (datetime64 in the loader)."""
     doc = run_json(["--n-rows", 300, *SMALL, "--output-dir", tmp_path], capsys)
     pred = read_predictions(tmp_path / "forecast_electricity_abo.csv")
-    # differencing, 2 values for the statistics, 4 lags: position 7, 3½ hours after 0:00
-    assert pred["position"][0] == "7" and pred["time"][0] == "2000-06-05T03:30"
+    # differencing, 4 lags, the first row learned one step later: position 6, 3 hours
+    # after 0:00
+    assert pred["position"][0] == "6" and pred["time"][0] == "2000-06-05T03:00"
     assert doc["settings"]["season"] == 48  # half-hourly: a day
     assert doc["settings"]["season_from"] == "from the time stamps"
 
@@ -328,16 +330,19 @@ def test_saved_file_holds_what_the_stream_needs(tmp_path, data, capsys):
     assert saved.settings["n_lags"] == 4 and saved.settings["transform"] == "none"
     assert saved.settings["n_components"] == 64 and saved.settings["model"] == "abo"
     assert saved.last_time == str(TIMES[-1]) and saved.time_step == "3600 seconds"
+    # the forecaster that learned every value, and for the command line the same
+    # forecaster at the last multiple of --chunk-size (50) with the values after it
     state = saved._streams["a"]
-    model = state["model"]
-    assert model.n_features_in_ == 8  # fitted, on 4 lags × 2 columns
-    tail = state["tail"]
-    assert tail.end == N  # every value seen
-    assert tail.stats.count == N and tail.exog_stats[0].count == N  # standardisation
-    assert tail.v.shape[0] < 100  # bounded: the last lags and the rows after the boundary
-    np.testing.assert_array_equal(tail.v, data["a"][tail.start:])
-    n_rows = N - fp.first_origin(n_lags=4, transform="none") - 1
-    assert state["n_rows"] == n_rows and state["next_row"] == n_rows // 50 * 50
+    assert state["n_values"] == N and saved.forecasters["a"].n_samples_seen_ == N
+    ckpt = state["checkpoint"]
+    assert isinstance(ckpt, StreamForecaster) and ckpt.n_samples_seen_ == N // 50 * 50
+    assert ckpt.regressor_.n_features_in_ == 8  # fitted, on 4 lags × 2 columns
+    values, exog = state["pending"]
+    np.testing.assert_array_equal(values, data["a"][N // 50 * 50:])
+    np.testing.assert_array_equal(exog[:, 0], data["temp"][N // 50 * 50:])
+    # the checkpoint continued with those values is the saved forecaster
+    ckpt.update(values, exog)
+    np.testing.assert_allclose(ckpt.predict(), saved.forecasters["a"].predict(), rtol=1e-12)
     fc = saved.forecasters["a"]
     assert isinstance(fc, StreamForecaster) and fc.n_exog_ == 1
     assert fc.horizon == 1 and fc.coverage == (0.8, 0.95)
@@ -666,61 +671,69 @@ def test_bad_scheduler_address(tmp_path, data, capsys, must_not_compute):
 
 # ------------------------------------------------------------------ 6. horizon, exog
 def test_horizon_rows_match_make_lagged_and_map_back_to_levels():
-    """The H-step problem: lags as make_lagged(horizon=H, exog=), the diff target is the
-    change over the horizon, level forecast = level at the origin + predicted change."""
+    """The H-step rows the forecaster learns: lags as make_lagged(horizon=H, exog=) of
+    the first differences and of the exogenous levels, the diff target is the change
+    over the horizon, level forecast = level at the origin + predicted change."""
     rng = np.random.default_rng(3)
     v = np.cumsum(rng.normal(size=300)) + 50.0
     e = rng.normal(size=300)
     H, L = 3, 4
-    p = fp.make_forecast_problem(v, n_lags=L, transform="diff", horizon=H, exog=e)
+    p = fp._Problem(v, e, transform="diff", n_lags=L, horizon=H)
     s = np.concatenate(([np.nan], np.diff(v)))
-    m, sd = np.full(300, np.nan), np.full(300, np.nan)
-    m[1:], sd[1:] = fp.past_mean_std(s[1:])
-    me, sde = fp.past_mean_std(e)
-    t0 = fp.first_origin(n_lags=L, transform="diff")
-    z, ze = (s - m) / sd, (e - me) / sde
-    X, _ = make_lagged(z[t0 - L + 1:], L, horizon=H, exog=ze[t0 - L + 1:])
+    t0 = L  # the first origin whose L lags of the differences exist
+    X, _ = make_lagged(s[t0 - L + 1:], L, horizon=H, exog=e[t0 - L + 1:])
     np.testing.assert_array_equal(p.X, X)
     t = t0 + np.arange(p.y.shape[0])
     np.testing.assert_array_equal(p.index, t + H)
-    # target: the change over the horizon, standardised with what is known at t
-    np.testing.assert_allclose(p.y * sd[t + 1] + H * m[t + 1], v[t + H] - v[t], rtol=1e-12)
-    np.testing.assert_allclose(p.to_units(p.y), v[t + H], rtol=1e-12)
-    np.testing.assert_array_equal(p.persistence, v[t])
+    np.testing.assert_array_equal(p.y, v[t + H] - v[t])  # the change over the horizon
+    np.testing.assert_allclose(p.to_units(p.y), v[t + H], rtol=1e-14)
     # log changes: forecast = level · exp(predicted log change)
-    q = fp.make_forecast_problem(v, n_lags=L, transform="logdiff", horizon=H)
+    q = fp._Problem(v, None, transform="logdiff", n_lags=L, horizon=H)
+    np.testing.assert_allclose(q.y, np.log(v[q.index] / v[q.index - H]), rtol=1e-12)
     np.testing.assert_allclose(q.to_units(q.y), v[q.index], rtol=1e-12)
 
 
 def test_horizon_one_is_the_one_step_problem():
-    """horizon=1 gives the rows of the one-step forecast: z[t+1] from z[t..t-L+1]."""
+    """horizon=1, no transform: the rows of make_lagged (v[t+1] from v[t..t-L+1]), the
+    target relative to the running mean of the values up to the origin."""
     v = make_columns()["a"]
-    p = fp.make_forecast_problem(v, n_lags=5, transform="none")
-    mean, std = fp.past_mean_std(v)
-    z = ((v - mean) / std)[2:]
-    X, y = make_lagged(z, 5)
+    p = fp._Problem(v, None, transform="none", n_lags=5, horizon=1)
+    X, y = make_lagged(v, 5)
     np.testing.assert_array_equal(p.X, X)
-    np.testing.assert_array_equal(p.y, y)
+    mean = np.cumsum(v) / np.arange(1, v.shape[0] + 1)
+    t = p.index - 1
+    np.testing.assert_allclose(p.y + mean[t], v[t + 1], rtol=1e-13)
+    np.testing.assert_allclose(p.to_units(p.y), v[p.index], rtol=1e-13)
 
 
-@pytest.mark.parametrize("chunk", [10_000, 7])
-def test_horizon_uses_delayed_labels(chunk):
-    """Row i is predicted by the model that learned rows < i - (H - 1): the same
-    predictions as prequential_predict(..., delay=H-1): in one chunk exactly, in chunks
-    up to rounding (the solver's block updates are cut elsewhere: ~1e-11 here)."""
+@pytest.mark.parametrize("cut", [None, 97])
+def test_horizon_uses_delayed_labels(cut):
+    """The forecast of origin t is the prediction of the model that learned the rows of
+    origins <= t - H (their targets are known at t): prequential_predict(...,
+    delay=H-1) on the forecaster's rows, up to rounding (the stream learns one row at
+    a time, the prequential call in blocks), whether the stream is given in one call or
+    cut."""
     v = make_columns()["a"]
-    p = fp.make_forecast_problem(v, n_lags=4, horizon=3)
     kw = {"n_components": 64, "window_size": 20}
-    want = prequential_predict(fm.make_forecast_model("abo", **kw), p.X, p.y, delay=2)
-    got = ex.run_forecast(fm.make_forecast_model("abo", **kw), p, skip=20,
-                          chunk_size=chunk).y_pred
-    if chunk > p.y.shape[0]:
-        np.testing.assert_array_equal(got, want)
+    fc = StreamForecaster(fm.make_forecast_model("abo", **kw), n_lags=4, horizon=3,
+                          strategy="direct")
+    fc._start(v, None)
+    X, Y, origins, bases = fc._learning_problem(v, np.empty((v.shape[0], 0)))
+    if cut is None:
+        got = ex.run_stream(fc, v)
     else:
-        np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
+        first = ex.run_stream(fc, v[:cut])
+        rest = ex.run_stream(fc, v[cut:])
+        got = dataclasses.replace(first, forecast=np.r_[first.forecast, rest.forecast],
+                                  index=np.r_[first.index, rest.index])
+    want = prequential_predict(fm.make_forecast_model("abo", **kw), X, Y, delay=2)
+    rows = np.searchsorted(origins + 3, got.index)  # the row of each target
+    np.testing.assert_array_equal(origins[rows] + 3, got.index)
+    np.testing.assert_allclose(got.forecast, want[rows, 2] + bases[rows, 2], rtol=1e-7,
+                               atol=1e-9)
     # with no delay the model would have learned labels from the future of the rows
-    leaky = prequential_predict(fm.make_forecast_model("abo", **kw), p.X, p.y)
-    assert not np.allclose(got, leaky)
+    leaky = prequential_predict(fm.make_forecast_model("abo", **kw), X, Y)
+    assert not np.allclose(got.forecast, leaky[rows, 2] + bases[rows, 2])
 
 
 @pytest.mark.parametrize("alpha", [0.0, 0.1])
@@ -765,7 +778,7 @@ def test_horizon_report_and_persistence(tmp_path, data, capsys):
     actual = pred["actual"].astype(float)
     assert s["persistence_res_mse"] == pytest.approx(
         np.mean((actual - last_value)[scored] ** 2), rel=1e-12)
-    assert pos[0] == fp.first_origin(n_lags=4, transform="none") + 4
+    assert pos[0] == fp.first_forecast_position(n_lags=4, transform="none", horizon=4)
     assert doc["settings"]["horizon"] == 4
 
 
@@ -818,8 +831,8 @@ def test_human_report_has_the_new_scores(tmp_path, data, capsys):
     assert "MSE skill vs the last value" in out
     assert "The model" in out and "last-value forecast" in out  # the summary sentence
     rows = [line.split() for line in out.splitlines()
-            if line.split()[:1] in (["forecast"], ["persistence"], ["standardised"])]
-    assert len(rows) == 3 and all(len(r) == 3 for r in rows)  # ResMSE/ResVAR kept
+            if line.split()[:1] in (["forecast"], ["persistence"])]
+    assert len(rows) == 2 and all(len(r) == 3 for r in rows)  # ResMSE/ResVAR kept
 
 
 def test_column_names_holding_commas_and_a_column_named_all(tmp_path, capsys):
@@ -913,13 +926,13 @@ def test_warnings_in_the_series_are_one_note(tmp_path, data, capsys, monkeypatch
     (``catch_warnings`` is not thread-safe: the threads do not record their own)."""
     import warnings
 
-    real = ex.run_forecast
+    real = ex.run_stream
 
     def warning_run(*args, **kwargs):
         warnings.warn("something odd", RuntimeWarning)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(ex, "run_forecast", warning_run)
+    monkeypatch.setattr(ex, "run_stream", warning_run)
     before = list(warnings.filters)
     status, out, err = run(["--csv", tmp_path / "all.csv", "--column", "a,b", *SMALL,
                             "--no-save", *parallel], capsys)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from sklearn_orfit import _forecast_models as fm
-from sklearn_orfit import _forecast_problem as fp
+from sklearn_orfit import forecasting as fp
 from sklearn_orfit.cli import _experiments as ex
 from sklearn_orfit.cli import _main as _cli
 from sklearn_orfit.cli import _run
@@ -394,28 +394,30 @@ def test_aggregate_prints_weights_and_family_shares(tmp_path, series_csv, capsys
     assert len(abo["quarters"]) == 4
     np.testing.assert_allclose(np.add(abo["quarters"], krls["quarters"]), 1.0)
     assert abs(abo["final"] + krls["final"] - 1.0) < 1e-9
-    assert rep["n_rows"] == doc["series"][0]["n_forecasts"]
+    # (a row is learned once its target is known: the last value's row, not forecast
+    # by the backtest, is learned too)
+    assert rep["n_rows"] == doc["series"][0]["n_forecasts"] + 1
     assert doc["settings"]["experts"] == EXPERTS
 
 
 def test_aggregate_forecasts_are_the_aggregating_regressors(tmp_path, series_csv, capsys):
     """The backtest of --model aggregate is AggregatingRegressor over make_expert_grid
-    on the command line's rows, run prequentially."""
+    on the forecaster's rows (behind its running standardisation), run prequentially."""
     from sklearn_orfit import AggregatingRegressor, make_expert_grid, prequential_predict
 
     status, out, err = run(["--csv", series_csv, *SMALL, "--model", "aggregate",
                             "--experts", EXPERTS, "--output-dir", tmp_path / "o"], capsys)
     assert status == 0, err
     rows = read_rows(tmp_path / "o" / "forecast_s_a_aggregate.csv")
-    problem = fp.make_forecast_problem(columns()["a"], n_lags=4)
+    problem = fp._Problem(columns()["a"], None, transform="none", n_lags=4, horizon=1)
     grid = make_expert_grid(abo_windows=(20, 60), sigmas=(1.0,), n_components=(32,),
                             krls_windows=(20,), random_state=0)
-    agg = AggregatingRegressor(grid, history_size=None)
-    y_pred = np.concatenate([prequential_predict(agg, problem.X[i:i + 50],
-                                                 problem.y[i:i + 50])
-                             for i in range(0, problem.y.shape[0], 50)])
+    agg = fp._forecaster_regressor(AggregatingRegressor(grid, history_size=None))
+    y_pred = prequential_predict(agg, problem.X, problem.y)
+    # the first row is learned before the first forecast, of the second row's target
+    assert int(rows[0]["position"]) == problem.index[1]
     np.testing.assert_allclose([float(r["forecast"]) for r in rows],
-                               problem.to_units(y_pred), rtol=1e-9)
+                               problem.to_units(y_pred[1:], slice(1, None)), rtol=1e-9)
 
 
 def test_aggregate_default_grid_and_errors(tmp_path, series_csv, capsys):

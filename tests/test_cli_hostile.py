@@ -18,7 +18,7 @@ import pytest
 from sklearn_orfit.cli import _input, _run
 from sklearn_orfit.cli import _main as _cli
 from sklearn_orfit import _forecast_models as fm
-from sklearn_orfit import _forecast_problem as fp
+from sklearn_orfit import forecasting as fp
 from sklearn_orfit import forecasting
 from sklearn_orfit.cli import _experiments as ex
 
@@ -66,9 +66,9 @@ def must_not_compute(monkeypatch):
         raise AssertionError("computation started")
 
     for module, names in ((fm, ("make_forecast_model",)),
-                          (fp, ("make_forecast_problem", "extend_tail", "problem_from_tail")),
-                          (forecasting, ("make_forecast_model", "make_forecast_problem")),
-                          (ex, ("run_forecast", "double_descent_sweep"))):
+                          (forecasting, ("make_forecast_model", "_stream_forecaster",
+                                         "tune_forecast")),
+                          (ex, ("run_stream", "double_descent_sweep"))):
         for name in names:
             monkeypatch.setattr(module, name, forbidden)
 
@@ -115,7 +115,7 @@ def test_memory_error_has_a_clear_message(tmp_path, capsys, monkeypatch):
     def out_of_memory(*args, **kwargs):
         raise MemoryError()  # as Python raises it: no message
 
-    monkeypatch.setattr(ex, "run_forecast", out_of_memory)
+    monkeypatch.setattr(ex, "run_stream", out_of_memory)
     status, _, err = run(["forecast", "--csv", tmp_path / "s.csv", "--column", "x",
                           *SMALL, "--no-save"], capsys)
     assert status == 1
@@ -269,7 +269,9 @@ def test_written_files_are_complete_and_readable(tmp_path, capsys):
                                            "forecast_s_x_abo_future.csv"]
     path = out_dir / "forecast_s_x_abo.csv"
     with open(path, newline="", encoding="utf-8") as fh:
-        assert len(list(csv.reader(fh))) == 1 + 200 - 2 - 4
+        # a header, then the forecasts from position 5 (4 lags; the first row learned
+        # one step later)
+        assert len(list(csv.reader(fh))) == 1 + 200 - 5
     umask = os.umask(0)
     os.umask(umask)
     assert os.stat(path).st_mode & 0o777 == 0o666 & ~umask
@@ -388,19 +390,19 @@ def test_large_but_representable_values_give_finite_scores(tmp_path, capsys):
     assert status == 0, err
     assert "RuntimeWarning" not in err and "warning" not in out
     rows = [line.split() for line in out.splitlines()
-            if line.split()[:1] in (["forecast"], ["persistence"], ["standardised"])]
-    assert len(rows) == 3
+            if line.split()[:1] in (["forecast"], ["persistence"])]
+    assert len(rows) == 2
     assert all(np.isfinite(float(v)) for r in rows for v in r[1:])
 
 
 def test_overflowing_scores_are_noted(tmp_path, capsys, monkeypatch):
     """A score that overflows (a diverged model with finite forecasts) is not silent."""
-    real = ex.run_forecast
+    real = ex.run_stream
 
     def overflowing(*args, **kwargs):
         return dataclasses.replace(real(*args, **kwargs), res_var=float("inf"))
 
-    monkeypatch.setattr(ex, "run_forecast", overflowing)
+    monkeypatch.setattr(ex, "run_stream", overflowing)
     write_csv(tmp_path / "s.csv", wave())
     status, out, _ = run(["forecast", "--csv", tmp_path / "s.csv", "--column", "x", *SMALL,
                           "--no-save"], capsys)

@@ -1,6 +1,6 @@
 """The experiments layer shared by the command line and the benchmarks.
 
-Past-only statistics through RecursiveStandardScaler, the timing / machine / results
+The command line's stream on awkward series, the timing / machine / results
 helpers, and ``tools/benchmark_tables.py --check`` on the committed JSON and README (no
 benchmark is run).
 """
@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sklearn_orfit import RecursiveStandardScaler
-from sklearn_orfit import _forecast_problem as fp
+from sklearn_orfit import _forecast_models as fm
+from sklearn_orfit import forecasting as fp
 from sklearn_orfit.cli import _experiments as ex
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,13 +32,7 @@ def load_tool():
     return module
 
 
-# ------------------------------------------------------------------ past statistics
-def brute_past(x):
-    mean = np.array([np.nan] + [x[:t].mean() for t in range(1, len(x))])
-    std = np.array([np.nan] + [x[:t].std() for t in range(1, len(x))])
-    return mean, np.where(std > 1e-12 * np.maximum(np.abs(mean), 1), std, 1.0)
-
-
+# ------------------------------------------------------------------ awkward series
 SERIES = {
     "far from zero": np.random.default_rng(0).normal(size=2500) + 1e4,
     "constant start": np.r_[np.zeros(5), 5 * np.ones(5),
@@ -50,54 +44,38 @@ SERIES = {
 }
 
 
+@pytest.mark.parametrize("transform", ["none", "diff"])
 @pytest.mark.parametrize("name", list(SERIES))
-def test_past_stats_are_the_statistics_of_the_values_before(name):
+def test_the_stream_forecasts_awkward_series(name, transform):
+    """Series that start flat, sit far from zero, take few values or step once: every
+    forecast the command line's chain makes is finite (the running standardisation of
+    constant rows divides by no zero), the first one at first_forecast_position, and a
+    stream cut at an odd position and continued from its checkpoint gives the forecasts
+    of one uninterrupted run: bit for bit after the checkpoint, and before the cut up to
+    the rounding of the last, shorter block (its prequential call is cut)."""
     x = SERIES[name]
-    mean, std = fp.past_mean_std(x)
-    want_mean, want_std = brute_past(x)
-    assert np.isnan(mean[0]) and np.isnan(std[0])
-    np.testing.assert_allclose(mean[1:], want_mean[1:], rtol=1e-13, atol=1e-13)
-    np.testing.assert_allclose(std[1:], want_std[1:], rtol=1e-11)
 
+    def forecaster():
+        fc = fp._stream_forecaster(
+            fm.make_forecast_model("abo", n_components=32, window_size=20, alpha=0.1),
+            transform=transform, n_lags=4, horizon=1, chunk_size=64)
+        fc._start(x, None)
+        return fc
 
-def test_past_stats_come_from_the_scaler():
-    """z-scores from the returned statistics are the scaler's prequential z-scores (up to
-    rounding), and the saved state holds a RecursiveStandardScaler."""
-    x = SERIES["far from zero"]
-    mean, std, state = fp.past_stats(x)
-    z = RecursiveStandardScaler().prequential_transform(x[:, None])[:, 0]
-    np.testing.assert_allclose(((x - mean) / std)[1:], z[1:], rtol=1e-9, atol=1e-9)
-    assert isinstance(state.scaler, RecursiveStandardScaler)
-    assert state.count == x.shape[0]
-    boundary = x.shape[0] // fp.STATS_BLOCK * fp.STATS_BLOCK
-    assert state.scaler.n_samples_seen_ == boundary
-    np.testing.assert_array_equal(state.pending, x[boundary:])
-
-
-@pytest.mark.parametrize("name", list(SERIES))
-def test_continued_past_stats_equal_one_pass_bit_for_bit(name):
-    x = SERIES[name]
-    mean, std = fp.past_mean_std(x)
-    cuts = [0, 7, 1030, 1031, 1024 + 13, len(x)]
-    state, parts = None, []
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        m, s, state = fp.past_stats(x[a:b], pickle.loads(pickle.dumps(state)))
-        parts.append((m, s))
-    np.testing.assert_array_equal(np.concatenate([p[0] for p in parts]), mean)
-    np.testing.assert_array_equal(np.concatenate([p[1] for p in parts]), std)
-
-
-def test_past_stats_leave_the_given_state_alone():
-    x = SERIES["small integers"]
-    _, _, state = fp.past_stats(x[:1500] if len(x) > 1500 else x[:1050])
-    before = pickle.dumps(state)
-    fp.past_stats(x[-50:], state)
-    assert pickle.dumps(state) == before
-
-
-def test_past_stats_of_nothing():
-    mean, std, state = fp.past_stats(np.empty(0))
-    assert mean.shape == std.shape == (0,) and state.count == 0
+    whole = ex.run_stream(forecaster(), x)
+    first = fp.first_forecast_position(n_lags=4, transform=transform)
+    assert whole.index[0] == first and np.all(np.isfinite(whole.forecast))
+    fc = forecaster()
+    cut = ex.run_stream(fc, x[:1030], checkpoint=True)
+    ckpt, position = cut.checkpoint
+    assert position == 1024 and ckpt.n_samples_seen_ == 1024
+    ckpt = pickle.loads(pickle.dumps(ckpt))
+    rest = ex.run_stream(ckpt, x[position:], report_from=1030)
+    k = 1030 - first
+    np.testing.assert_array_equal(rest.forecast, whole.forecast[k:])
+    np.testing.assert_array_equal(cut.forecast[:1024 - first], whole.forecast[:1024 - first])
+    np.testing.assert_allclose(cut.forecast, whole.forecast[:k], rtol=1e-13,
+                               atol=1e-13 * np.abs(x).max())
 
 
 # ------------------------------------------------------------------ shared helpers

@@ -1,11 +1,12 @@
 """Experiments behind the ``sklearn-orfit`` command: forecast, speed sweep, double descent.
 
-The forecast runs the library's forecasting chain: the rows of
-:mod:`sklearn_orfit._forecast_problem` (past-only standardisation, lags, targets ``h``
-steps ahead) and a model of :func:`~sklearn_orfit._forecast_models.make_forecast_model`.
-:func:`run_forecast` predicts-then-updates over those rows in chunks aligned on the
-stream's row numbers, so a stream continued from a checkpoint gives the forecasts of one
-uninterrupted run, bit for bit, and scores the forecasts in the series' units.
+The forecast runs the library's forecasting chain: a
+:class:`~sklearn_orfit.StreamForecaster` (lags, targets ``h`` steps ahead, a model of
+:func:`~sklearn_orfit._forecast_models.make_forecast_model` behind a running
+standardisation, conformal intervals). :func:`run_stream` feeds it the series in pieces
+aligned on the stream's positions, so a stream continued from a checkpoint gives the
+forecasts of one uninterrupted run, bit for bit, and scores the forecasts it made in the
+series' units.
 
 The functions are plain and importable, so the command line (:mod:`sklearn_orfit.cli._run`),
 the documentation's examples, the benchmark scripts (``benchmarks/``: timing, machine
@@ -21,12 +22,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._forecast_problem import make_forecast_problem
 from .._plotting import draw_bands
 from .._streaming._prequential import prequential_predict
 from ..abo._qr_ewrls import QREWRLSRegressor
 from ..abo._rff import RandomFourierFeatures
 from ..datasets import make_abo_series, make_lagged
+from ..preprocessing import RecursiveStandardScaler
 from ..utils.benchmarking import (  # noqa: F401  (the command line's measurements)
     TABLE5_CPP_MS,
     TABLE5_SETTING,
@@ -61,7 +62,7 @@ __all__ = [
     "plot_double_descent",
     "plot_forecast",
     "progress_bar",
-    "run_forecast",
+    "run_stream",
     "speed_sweep",
     "time_calls",
 ]
@@ -99,108 +100,106 @@ def progress_bar(total, *, desc, quiet=False, unit="row"):
 # --------------------------------------------------------------------------- forecast
 @dataclass
 class ForecastResult:
-    """Prequential forecasts and their scores (errors on the scored rows only).
+    """The forecasts a :class:`~sklearn_orfit.StreamForecaster` made while it learned a
+    stream, and their scores (errors on the scored positions only).
 
-    ``scores`` holds :func:`sklearn_orfit.metrics.forecast_scores` of the scored rows
-    (RMSE, MAE, MASE, skills against the last-value and seasonal-naive forecasts and a
-    one-sentence summary), in the series' units; ``checkpoint`` is ``(model, row)``:
-    the model as it was before row ``row`` (a chunk boundary), from which the stream can
-    be continued exactly.
+    ``index`` holds the positions (from the start of the stream) of the values whose
+    forecasts are reported, ``forecast`` the forecast of each made ``horizon`` steps
+    before and ``actual`` its value; ``half_widths`` the half-widths of the intervals
+    (adaptive conformal) issued with each forecast, one column per level. ``scores``
+    holds :func:`sklearn_orfit.metrics.forecast_scores` of the scored positions (RMSE,
+    MAE, MASE, skills against the last-value and seasonal-naive forecasts and a
+    one-sentence summary), in the series' units; ``checkpoint`` is
+    ``(forecaster, position)``: the forecaster as it was before the value at
+    ``position`` (a multiple of the chunk size), from which the stream can be continued
+    exactly.
     """
 
-    y_pred: np.ndarray  # standardised
-    forecast: np.ndarray  # in the series' units
+    forecast: np.ndarray
     actual: np.ndarray
-    scored: np.ndarray  # boolean mask of the rows entering the scores
+    scored: np.ndarray  # boolean mask of the positions entering the scores
     seconds: float
     res_mse: float
     res_var: float
-    res_mse_std: float
-    res_var_std: float
     persistence_mse: float
     persistence_var: float
     seconds_per_update: float = 0.0
     index: np.ndarray = None
+    half_widths: np.ndarray = None
+    n_updates: int = 0
     scores: dict = field(default_factory=dict)
     checkpoint: tuple = None
     future: dict = None  # the forecast of the values after the data (the CLI's)
     experts: dict = None  # model "aggregate": its weights (the CLI's)
 
 
-def run_forecast(model, problem, *, skip, chunk_size=250, quiet=True, desc="forecast",
-                 delay=None, start_row=None, report_from=None, season=None,
-                 checkpoint=False):
-    """Predict-then-update over ``problem`` in chunks (the progress bar moves per chunk).
+def run_stream(forecaster, y, X=None, *, skip=0, quiet=True,
+               desc="forecast", report_from=None, season=None, checkpoint=False):
+    """Learn ``y`` (and the exogenous rows ``X``) with ``forecaster``, recording the
+    forecast of each value ``horizon`` steps ahead as the stream made it.
 
-    Chunks are aligned on the stream's row numbers (rows ``k·chunk_size ..``), so a run
-    continued from a checkpoint makes the same calls as one uninterrupted run, and gives
-    the same predictions bit for bit. Rows ``< skip`` (the first window) are predicted and
-    learned but not scored.
+    ``forecaster`` is a :class:`~sklearn_orfit.StreamForecaster` that has started its
+    stream (``fit`` on earlier values, or its private ``_start``); the values are given
+    to it in pieces that end on the stream's multiples of ``chunk_size`` (its own
+    ``chunk_size``: the progress bar moves per piece), so the calls do not depend on
+    where an earlier run stopped and a stream continued from a checkpoint gives the
+    forecasts of one uninterrupted run, bit for bit.
 
-    With ``delay = d > 0`` (``horizon − 1``: a row's target is known ``d`` rows after the
-    row is built), row ``i`` is predicted by the model that has learned rows
-    ``< i − d``: each chunk is predicted by
-    ``prequential_predict(copy, ..., delay=d)`` on a copy of the model, then the model
-    learns the chunk's rows whose targets are known (twice the learning cost).
-
-    ``problem`` holds rows ``problem.first_row ..``; the model has learned the rows
-    before ``start_row − delay`` (default: the problem's first row plus the delay);
-    predictions are computed from ``start_row`` (a chunk boundary) and reported from
-    ``report_from`` (default ``start_row``). ``checkpoint=True`` keeps a copy of the model
-    at the last chunk boundary (``result.checkpoint``).
+    The forecasts of the positions ``>= report_from`` (from the start of the stream;
+    ``None``: the first the forecaster makes, after its first row is learned) are
+    reported; those of the positions ``>= skip`` are scored. ``checkpoint=True``
+    keeps a copy of the forecaster before the last piece when that piece ends between
+    multiples of ``chunk_size`` (``result.checkpoint``).
     """
-    d = problem.horizon - 1 if delay is None else int(delay)
-    X, y = problem.X, problem.y
-    r0 = problem.first_row
-    start = r0 + (d if r0 > 0 else 0) if start_row is None else int(start_row)
-    report = start if report_from is None else int(report_from)
-    end = r0 + y.shape[0]
-    y_pred = np.full(end - start, np.nan)
+    fc = forecaster
+    h = fc.horizon
+    n0 = fc.n_samples_seen_
+    past = np.array(fc._y_hist, dtype=np.float64)  # the values before n0 (the last ones)
+    n = y.shape[0]
+    X = np.empty((n, 0)) if X is None else X
+    nl = len(fc._levels)
+    F = np.full(n, np.nan)
+    Q = np.full((n, nl), np.nan)
+    C = int(fc.chunk_size)
     snapshot = None
-    t0 = time.perf_counter()
-    with progress_bar(end - report, desc=desc, quiet=quiet) as bar:
-        g = start
-        while g < end:
-            g1 = min((g // chunk_size + 1) * chunk_size, end)
-            if checkpoint and g1 - g < chunk_size:  # the last, partial chunk
-                snapshot = (copy.deepcopy(model), g)
-            lo = max(r0, g - d)
-            if d == 0:
-                p = prequential_predict(model, X[g - r0:g1 - r0], y[g - r0:g1 - r0])
-            else:
-                p = prequential_predict(copy.deepcopy(model), X[lo - r0:g1 - r0],
-                                        y[lo - r0:g1 - r0], delay=d)[g - lo:]
-                if g1 - d > lo:  # the targets known by the end of the chunk
-                    prequential_predict(model, X[lo - r0:g1 - d - r0],
-                                        y[lo - r0:g1 - d - r0])
-            y_pred[g - start:g1 - start] = p
-            bar.update(max(0, g1 - max(g, report)))
-            g = g1
-    seconds = time.perf_counter() - t0
+    seconds = 0.0
+    if report_from is None:
+        report_from = fc._t0 + fc._reach + h
+    first = max(int(report_from), n0)
+    with progress_bar(max(0, n0 + n - first), desc=desc, quiet=quiet, unit="value") as bar:
+        a = 0
+        while a < n:
+            b = min(n, a + C - (n0 + a) % C)  # the piece ends on a multiple of C
+            if checkpoint and (n0 + b) % C and b == n:  # the last piece, partial
+                snapshot = (copy.deepcopy(fc), n0 + a)
+            t0 = time.perf_counter()
+            Fk, Qk = fc._run(y[a:b], X[a:b], record=True)
+            seconds += time.perf_counter() - t0
+            F[a:b] = Fk[:, h - 1]
+            Q[a:b] = Qk[:, h - 1, 0]  # ACI's half-widths
+            bar.update(max(0, n0 + b - max(n0 + a, first)))
+            a = b
     if checkpoint and snapshot is None:
-        snapshot = (model, end)
-    keep = slice(report - r0, end - r0)
-    y_pred = y_pred[report - start:]
-    forecast = problem.to_units(y_pred, keep)
-    actual = problem.actual[keep]
-    n = y_pred.shape[0]
-    scored = np.arange(report, end) >= skip
+        snapshot = (fc, n0 + n)
+    keep = slice(first - n0, n)
+    index = np.arange(first, n0 + n)
+    forecast, actual, half = F[keep], y[keep], Q[keep]
+    scored = index >= skip
+    values = np.concatenate([past, y])  # positions n0 - len(past) ..
+    last_known = values[index - h - (n0 - past.shape[0])]
     err2 = (actual - forecast)[scored] ** 2
-    err2_std = (y[keep] - y_pred)[scored] ** 2 if n else np.empty(0)
-    # persistence: the last value known at the origin (for changes, a zero change)
-    pers2 = (actual - problem.persistence[keep])[scored] ** 2
+    # persistence: the last value known at the origin
+    pers2 = (actual - last_known)[scored] ** 2
     # np.errstate is thread-local (warnings.catch_warnings is not: series may run in
-    # threads); too few scored rows give NaN, not a warning
+    # threads); too few scored values give NaN, not a warning
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
-        scores = _scores(actual[scored], forecast[scored], season=season,
-                         horizon=problem.horizon)
+        scores = _scores(actual[scored], forecast[scored], season=season, horizon=h)
         return ForecastResult(
-            y_pred=y_pred, forecast=forecast, actual=actual, scored=scored, seconds=seconds,
+            forecast=forecast, actual=actual, scored=scored, seconds=seconds,
             res_mse=_mean(err2), res_var=_var(err2),
-            res_mse_std=_mean(err2_std), res_var_std=_var(err2_std),
             persistence_mse=_mean(pers2), persistence_var=_var(pers2),
-            seconds_per_update=seconds / max(n, 1), index=problem.index[keep],
-            scores=scores, checkpoint=snapshot,
+            seconds_per_update=seconds / max(n, 1), index=index, half_widths=half,
+            n_updates=n, scores=scores, checkpoint=snapshot,
         )
 
 
@@ -354,8 +353,10 @@ def double_descent_sweep(dims, *, n_updates=10_000, lambdas=(1.0, 0.9), window_s
     predictions of the two forgetting factors (the λ identity: zero up to rounding).
     """
     series = make_abo_series(n_updates + 500, random_state=random_state)
-    problem = make_forecast_problem(series, n_lags=n_lags)
-    X, y = problem.X, problem.y
+    # each value standardised with the mean and deviation of the values before it (the
+    # first two only start the statistics), then lagged
+    z = RecursiveStandardScaler().prequential_transform(series[:, None])[2:, 0]
+    X, y = make_lagged(z, n_lags)
     n_warm = X.shape[0] - n_updates
     rows, preds = [], {}
     with progress_bar(len(dims) * len(lambdas), desc="double descent", quiet=quiet,

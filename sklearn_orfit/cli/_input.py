@@ -10,7 +10,7 @@ import os
 
 import numpy as np
 
-from .. import _forecast_problem as fp
+from .. import forecasting as fp
 from . import _timestamps as _ts
 from ..datasets import load_electricity_demand, load_exchange_rates, make_abo_series
 from ..metrics import _beyond_scored_range

@@ -16,8 +16,9 @@ from .._streaming._base import STATE_FORMAT
 __all__ = ["MODEL_FILE_FORMAT", "SavedForecast"]
 
 #: The layout of a model file this version writes and reads (1 and 2: a header dict
-#: followed by the command line's stream states, no forecaster object).
-MODEL_FILE_FORMAT = 3
+#: followed by the command line's stream states, no forecaster object; 3: the
+#: forecasters beside a separate backtest model).
+MODEL_FILE_FORMAT = 4
 
 
 def _rebuild(header, payload):
@@ -75,10 +76,10 @@ class SavedForecast:
     The file is a pickle: loading it runs code stored in it, as unpickling does; load
     only files you saved yourself or trust. The command line first reads the file's plain
     header (format numbers, versions) and refuses another format before unpickling the
-    rest. The forecasters are the ones that made the run's future forecast: they learned
-    the last values of each series (their window and the residuals their intervals are
-    calibrated on); the backtest's own chunked state is kept beside them, privately, so
-    that ``--load-model`` continues the backtest exactly.
+    rest. Each forecaster learned its whole series: its forecasts were the run's backtest
+    and it made the run's future forecast. Beside it, privately, the file keeps the same
+    forecaster as it was at the last multiple of ``--chunk-size`` and the values after
+    it, from which ``--load-model`` continues the stream exactly.
     """
 
     def __init__(self, forecasters, *, settings, metadata, streams=None):

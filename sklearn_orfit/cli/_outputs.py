@@ -112,8 +112,8 @@ def _parse_step(text):
 
 
 _MODEL_FORMATS = ("sklearn-orfit forecast model", "sklearn-orfit forecast stream")
-# 3: a SavedForecast object (joblib.load returns it), with one StreamForecaster per
-# series; 2: a header dict, then the stream states (RecursiveStandardScaler statistics);
+# 4: a SavedForecast object (joblib.load returns it), with one StreamForecaster per
+# series and its checkpoint; 3: the same with a separate backtest model; 2: a header dict, then the stream states (RecursiveStandardScaler statistics);
 # 1: running sums
 _MODEL_FORMAT_VERSION = _model.MODEL_FILE_FORMAT
 # the settings a saved stream fixes: given again, they must agree with the file
@@ -251,18 +251,18 @@ def _load_model(path):
     if not (isinstance(streams, dict) and isinstance(names, list) and names
             and isinstance(forecasters, dict) and isinstance(meta, dict)
             and list(streams) == names and list(forecasters) == names and all(
-                isinstance(s, dict) and {"model", "tail", "next_row", "n_rows"} <= set(s)
+                isinstance(s, dict) and {"checkpoint", "pending", "n_values"} <= set(s)
                 for s in streams.values())):
         raise CLIError(f"--load-model {path} is damaged: its content does not match its "
                        "header")
     for name in names:
-        fc, seen = forecasters[name], streams[name].get("forecaster_seen")
+        fc, seen = forecasters[name], streams[name]["n_values"]
         if getattr(fc, "n_samples_seen_", None) != seen:
             raise CLIError(
                 f"--load-model {path}: the forecaster of {name!r} has learned "
                 f"{getattr(fc, 'n_samples_seen_', 0)} values, not the {seen} it was saved "
                 "with (updated from Python?): the command line continues only a file as "
-                "--save-model wrote it, beside the backtest's state")
+                "--save-model wrote it")
     header = {**meta, "settings": dict(saved.settings), "series": list(names)}
     streams = {name: {**streams[name], "forecaster": forecasters[name]} for name in names}
     return header, streams

@@ -5,7 +5,7 @@ import argparse
 import math
 
 from .. import _forecast_models as fm
-from .. import _forecast_problem as fp
+from .. import forecasting as fp
 
 
 PROG = "sklearn-orfit"
@@ -110,9 +110,10 @@ def build_parser():
         "forecast",
         help="prequential forecast of one or more series (default)",
         description="Predict each value of a series from the values before it, then "
-        "learn it (prequential evaluation, no look-ahead). The series is optionally "
-        "differenced, standardised with the mean and standard deviation of the past "
-        "values, and turned into lagged rows; forecasts are reported in the series' "
+        "learn it (prequential evaluation, no look-ahead), with a StreamForecaster: "
+        "the series is optionally differenced and turned into lagged rows, "
+        "standardised with the running mean and standard deviation of the rows before "
+        "them; forecasts are reported in the series' "
         "units, against the last-value and seasonal-naive forecasts. Then the next "
         "--horizon values after the data are forecast, with prediction intervals "
         "(--level), to a future-forecast CSV (*_future.csv).",
@@ -155,13 +156,12 @@ def build_parser():
                      "last in the file is kept (a later row corrects an earlier one) and a "
                      "note says how many were dropped")
     src.add_argument("--exog", metavar="NAME[,NAME...]", default=None, action=_Once,
-                     help="exogenous columns of --csv: standardised with the statistics "
-                     "of their own past values (levels, not differenced) and lagged like "
-                     "the series (--n-lags values up to the forecast origin)")
+                     help="exogenous columns of --csv: levels (not differenced), lagged "
+                     "like the series (--n-lags values up to the forecast origin)")
     src.add_argument("--exog-future", metavar="NAME[,NAME...]", default=None, action=_Once,
                      help="exogenous columns of --csv known in advance for the target time "
-                     "(a calendar, a temperature forecast): a row holds their standardised "
-                     "value at the time it forecasts, not their lags. The CSV may end with "
+                     "(a calendar, a temperature forecast): a row holds their "
+                     "values at the times it forecasts, not their lags. The CSV may end with "
                      "future rows that hold only these columns (and the time): the series "
                      "left empty; their values feed the forecast of the future (at least "
                      "--horizon such rows are needed)")
@@ -266,16 +266,19 @@ def build_parser():
                    "steps (default: from the time stamps' spacing, e.g. 48 for "
                    "half-hourly data, 7 for daily; none without time stamps)")
     o.add_argument("--chunk-size", type=_int_at_least(1), default=250,
-                   help="rows per prequential call; the progress bar moves per chunk "
+                   help="values per block: one-step forecasts are learned a block at a "
+                   "time (by one prequential call per block, blocks ending on the "
+                   "stream's multiples of the size: the forecasts do not depend on where "
+                   "a saved stream stopped); the progress bar moves per block "
                    "(default 250)")
     o.add_argument("--save-model", metavar="PATH", default=None, action=_Once,
-                   help="save the fitted model(s) and what the stream needs to continue "
-                   "(standardisation state, last lags, settings) to PATH (joblib: "
-                   "joblib.load(PATH) returns a sklearn_orfit.cli.SavedForecast, one "
-                   "StreamForecaster per series, with predict and predict_interval), "
-                   "written whole or not at all; the model is kept as of the last "
-                   "--chunk-size boundary and the rows after it are learned again when "
-                   "the stream continues, so that it continues exactly")
+                   help="save the fitted forecaster(s) and the settings to PATH (joblib: "
+                   "joblib.load(PATH) returns a sklearn_orfit.cli.SavedForecast, the "
+                   "StreamForecaster of each series, with predict, predict_interval and "
+                   "update), written whole or not at all; for --load-model, each is also "
+                   "kept as of the last --chunk-size boundary with the values after it, "
+                   "learned again when the stream continues, so that it continues "
+                   "exactly")
     o.add_argument("--load-model", metavar="PATH", default=None, action=_Once,
                    help="continue the stream saved in PATH on new values (the rows after "
                    "those it was saved with): the forecasts are those of one "
@@ -288,10 +291,8 @@ def build_parser():
                    "(default: 80 95); adaptive conformal intervals (ACI) from the "
                    "forecaster's own prequential residuals of each step")
     o.add_argument("--calibration", type=_int_at_least(20), default=500, metavar="C",
-                   help="forecasts whose residuals calibrate the intervals: the future "
-                   "forecaster learns the last window plus C values of each series (plus "
-                   "the lags and the horizon; default 500); a continued stream keeps "
-                   "learning every new value")
+                   help="residuals that calibrate the intervals: the last C of each "
+                   "step (default 500)")
     o.add_argument("--skip-seen", action="store_true",
                    help="with --load-model: skip (with a note) the rows at or before the "
                    "saved model's last time stamp instead of refusing them")

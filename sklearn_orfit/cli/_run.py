@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _experiments as ex
 from .. import _forecast_models as fm
-from .. import _forecast_problem as fp
+from .. import forecasting as fp
 from . import _timestamps as _ts
 from .._streaming._base import STATE_FORMAT
 from ._parser import (
@@ -264,14 +264,16 @@ def _run_tasks(tasks, args):
 
 
 def _forecast_task(task):
-    """One series: its own model (new or continued), predicted then learned row by row.
+    """One series: its forecaster (new or continued) learns the values, making the
+    backtest's forecasts as it goes, then forecasts the values after them.
 
     Returns ``(result, state, n_warnings, first_warning)``; ``state`` (when saving) is
-    what the stream needs to continue: the model at the last chunk boundary, the rows
-    after it and the bounded past of the series.
+    what the stream needs to continue: the forecaster (``forecaster``), and the same
+    forecaster as it was at the last multiple of the chunk size (``checkpoint``) with the
+    values learned after it (``pending``), from which the command line continues the
+    stream as one uninterrupted run.
     """
     s = task["settings"]
-    d = s["horizon"] - 1
     record = task.get("record_warnings", False)
     threads, _ = ex.blas_threads(task.get("threads", 1))
     with threads, (warnings.catch_warnings(record=True) if record
@@ -279,49 +281,53 @@ def _forecast_task(task):
         if record:
             warnings.simplefilter("always")
         saved = task["state"]
+        values, exog = task["values"], task["exog"]
         if saved is None:
-            model = _new_model(s, task["n_jobs"])
-            tail, start, report = fp.StreamTail(), 0, task.get("report_from", 0)
+            n_future = task["n_future_exog"]
+            n_past = 0 if exog is None else exog.shape[1] - n_future
+            fc = _make_forecaster(s, n_past, n_future, task["n_jobs"])
+            fc._validate_params()
+            fc._start(values, exog)
+            report = max(task.get("report_from", 0), fp.first_forecast_position(
+                n_lags=s["n_lags"], transform=s["transform"], horizon=s["horizon"]))
         else:
-            model, tail = saved["model"], saved["tail"]
-            start, report = saved["next_row"], saved["n_rows"]
-        first_row = max(0, start - d)
-        frame = fp.extend_tail(tail, task["values"], task["exog"], transform=s["transform"])
-        problem = fp.problem_from_tail(frame, n_lags=s["n_lags"], transform=s["transform"],
-                                       horizon=s["horizon"], first_row=first_row,
-                                       n_future_exog=task["n_future_exog"])
-        result = ex.run_forecast(
-            model, problem, skip=task["skip"], chunk_size=s["chunk_size"],
-            quiet=task["quiet"], desc=task["desc"], start_row=start, report_from=report,
-            season=task["season"], checkpoint=task["save"])
-        forecaster, future = _future_forecast(task, saved)
-        experts = _experts_report(model) if s["model"] == "aggregate" else None
+            fc = saved["checkpoint"]
+            fc._check_params_unchanged()
+            report = saved["n_values"]
+            p_values, p_exog = saved["pending"]
+            values = np.concatenate([p_values, values])
+            if exog is not None:
+                exog = np.concatenate([p_exog, exog])
+        yv, Xv, _ = fc._check_chunk(values, exog, first=saved is None)
+        result = ex.run_stream(fc, yv, Xv, skip=task["skip"], quiet=task["quiet"],
+                               desc=task["desc"], report_from=report,
+                               season=task["season"], checkpoint=task["save"])
+        future = _future_forecast(task, fc, result)
+        experts = (_experts_report(list(fc.regressor_.named_steps_.values())[-1])
+                   if s["model"] == "aggregate" else None)
     state = None
     if task["save"]:
-        ckpt_model, next_row = result.checkpoint
-        keep = (fp.first_origin(n_lags=s["n_lags"], transform=s["transform"])
-                + max(0, next_row - d) - s["n_lags"] + 1)
-        state = {"model": ckpt_model, "tail": frame.cut(keep), "next_row": next_row,
-                 "n_rows": problem.first_row + problem.y.shape[0],
-                 "forecaster": forecaster, "forecaster_seen": forecaster.n_samples_seen_}
-        result = dataclasses.replace(result, checkpoint=None)
-    result = dataclasses.replace(result, future=future, experts=experts)
+        ckpt, position = result.checkpoint
+        first = fc.n_samples_seen_ - yv.shape[0]
+        k = position - first
+        state = {"checkpoint": ckpt, "pending": (yv[k:], Xv[k:]),
+                 "n_values": fc.n_samples_seen_, "forecaster": fc}
+    result = dataclasses.replace(result, checkpoint=None, future=future, experts=experts)
     caught = caught or []
     return result, state, len(caught), _warning_text(caught[0]) if caught else ""
 
 
 def _make_forecaster(s, n_past, n_future, n_jobs):
-    """The :class:`~sklearn_orfit.forecasting.StreamForecaster` of the future forecast:
-    the run's model behind a running standardisation of its rows, the run's lags,
-    transform and horizon, direct (one row, ``horizon`` targets), ACI intervals at
-    ``--level``."""
-    from ..forecasting import _stream_forecaster
-
-    return _stream_forecaster(
+    """The run's :class:`~sklearn_orfit.StreamForecaster`: the run's model behind a
+    running standardisation of its rows, the run's lags, transform and horizon, direct
+    (one row, ``horizon`` targets), ACI intervals at ``--level`` over the last
+    ``--calibration`` residuals, learning one-step forecasts in blocks of
+    ``--chunk-size`` values."""
+    return fp._stream_forecaster(
         _new_model(s, n_jobs), transform=s["transform"], n_lags=s["n_lags"],
         horizon=s["horizon"], n_past=n_past, n_future=n_future,
         coverage=tuple(level / 100.0 for level in s["levels"]),
-        conformal_window=max(s["calibration"], 20))
+        conformal_window=max(s["calibration"], 20), chunk_size=s["chunk_size"])
 
 
 _EXPERT_INTS = ("abo_windows", "n_components", "krls_windows")
@@ -401,41 +407,17 @@ def _experts_report(model):
             "n_rows": int(history.shape[0])}
 
 
-def _future_forecast(task, saved):
-    """Learn (or continue) the future forecaster and forecast the next ``horizon``
-    values: ``(forecaster, {"forecast", "intervals", "coverage", "n_calibration",
-    "n_learned"})``.
+def _future_forecast(task, fc, result):
+    """Forecast the next ``horizon`` values with the forecaster that learned the run:
+    ``{"forecast", "intervals", "coverage", "n_calibration", "n_learned"}``.
 
-    A new stream's forecaster learns the last values of the series (the lags, the
-    window, the horizon and ``--calibration`` forecasts whose residuals calibrate the
-    intervals); a continued one learns every new value. The coverage is the share of
-    the values of the run that fell inside the intervals issued for them (last step).
+    The coverage is the share of the run's reported values that fell inside the
+    intervals (step ``horizon``) issued with their forecasts, over the values that had
+    one.
     """
-    s = task["settings"]
-    values, exog = task["values"], task["exog"]
-    h = s["horizon"]
-    n_future = task["n_future_exog"]
-    n_past = 0 if exog is None else exog.shape[1] - n_future
-    if saved is None:
-        fc = _make_forecaster(s, n_past, n_future, task["n_jobs"])
-        window = s["window_size"]
-        if s["model"] == "aggregate":  # the experts' longest window
-            grid = _expert_grid(s)
-            window = max((*grid.get("abo_windows", ()), *grid.get("krls_windows", ())))
-        m = s["n_lags"] + 3 + window + h + s["calibration"]
-        values, exog = values[-m:], None if exog is None else exog[-m:]
-        fc._validate_params()
-        fc._start(values, exog)
-        first = True
-    else:
-        fc = saved["forecaster"]
-        fc._check_params_unchanged()
-        first = False
-    yv, Xv, index = fc._check_chunk(values, exog, first=first)
-    F, Q = fc._run(yv, Xv, record=True)
-    fc._set_index(index)
+    h = task["settings"]["horizon"]
     X_future = task["future_exog"]
-    if n_future:
+    if task["n_future_exog"]:
         if X_future is None or X_future.shape[0] < h:
             got = 0 if X_future is None else X_future.shape[0]
             raise CLIError(f"--exog-future: the forecast of the next {h} values needs the "
@@ -445,16 +427,15 @@ def _future_forecast(task, saved):
         X_future = X_future[:h]
     forecast = np.asarray(fc.predict(h, X_future), dtype=np.float64)
     intervals = np.asarray(fc.predict_interval(h, X_future=X_future), dtype=np.float64)
-    # the intervals ACI issued for the run's values (step h): the share inside
-    half = Q[:, h - 1, 0]  # (n, n_levels): ACI's half-widths
-    ok = np.isfinite(F[:, h - 1])[:, None] & np.isfinite(half)
-    inside = np.abs(yv[:, None] - F[:, h - 1, None]) <= half
+    half = result.half_widths  # (n, n_levels): ACI's half-widths
+    ok = np.isfinite(result.forecast)[:, None] & np.isfinite(half)
+    inside = np.abs(result.actual - result.forecast)[:, None] <= half
     n_cal = ok.sum(axis=0)
     coverage = [float(inside[:, j][ok[:, j]].mean()) if n_cal[j] else None
                 for j in range(half.shape[1])]
-    return fc, {"forecast": forecast, "intervals": intervals, "coverage": coverage,
-                "n_calibration": int(n_cal.min()) if n_cal.size else 0,
-                "n_learned": int(yv.shape[0])}
+    return {"forecast": forecast, "intervals": intervals, "coverage": coverage,
+            "n_calibration": int(n_cal.min()) if n_cal.size else 0,
+            "n_learned": int(fc.n_samples_seen_)}
 
 
 def _jsonable(x):
@@ -478,7 +459,7 @@ _METRICS = ("rmse", "mae", "mase", "skill_last_value", "skill_seasonal_naive", "
 def _series_report(name, result, n_values):
     s = result.scores
     return {
-        "name": name, "n_values": int(n_values), "n_forecasts": int(result.y_pred.shape[0]),
+        "name": name, "n_values": int(n_values), "n_forecasts": int(result.forecast.shape[0]),
         "n_scored": int(np.sum(result.scored)),
         "first_position": int(result.index[0]) if result.index.shape[0] else None,
         "rmse": s.get("rmse"), "mae": s.get("mae"), "mase": s.get("mase"),
@@ -488,8 +469,6 @@ def _series_report(name, result, n_values):
         "beats_seasonal_naive": s.get("beats_seasonal_naive"),
         "summary": s.get("summary"),
         "res_mse": result.res_mse, "res_var": result.res_var,
-        "res_mse_standardised": result.res_mse_std,
-        "res_var_standardised": result.res_var_std,
         "persistence_res_mse": result.persistence_mse,
         "persistence_res_var": result.persistence_var,
         "seconds": result.seconds, "us_per_update": result.seconds_per_update * 1e6,
@@ -607,13 +586,13 @@ def _say_tuning(tuning, say, units):
     say(f"\ntuning: on the first {tuning['n_tune']} values only (--tune-fraction "
         f"{tuning['tune_fraction']}), {tuning['n_splits']} prequential folds of "
         f"{tuning['fold_size']} forecasts (positions {a}..{b - 1}); "
-        f"{sum(r['std_rmse'] is not None for r in tuning['table'])} candidates in "
+        f"{sum(r['target_rmse'] is not None for r in tuning['table'])} candidates in "
         f"{tuning['seconds']:.1f} s")
     say(f"{'stage':<6}{'transform':10}{'model':>9}{'N':>6}{'σ':>6}{'α':>6}{'D':>6}"
-        f"{'std. RMSE':>11}{'rank':>6}{'RMSE' + u:>14}")
+        f"{'tgt. RMSE':>11}{'rank':>6}{'RMSE' + u:>14}")
     shown = 0
     for r in tuning["table"]:
-        if r["std_rmse"] is None and r["rank"] is None:
+        if r["target_rmse"] is None and r["rank"] is None:
             say(f"{r.get('stage', 1):<6}{r['transform'] or '':10} {r['note']}")
             continue
         if r["rank"] > 3:
@@ -622,11 +601,12 @@ def _say_tuning(tuning, say, units):
         say(f"{r.get('stage', 1):<6}{r['transform']:10}{r['model']:>9}"
             f"{_value(r['window_size'], '{}'):>6}{_value(r['sigma'], '{:g}'):>6}"
             f"{_value(r.get('alpha'), '{:g}'):>6}{_value(r.get('n_components'), '{}'):>6}"
-            f"{_value(r['std_rmse']):>11}{r['rank']:>6}"
+            f"{_value(r['target_rmse']):>11}{r['rank']:>6}"
             f"{_value(r['rmse']):>14}" + ("  <- chosen" if r["chosen"] else ""))
     more = sum(r["rank"] is not None for r in tuning["table"]) - shown
     say("(stage 1: transforms, windows and σ at the first α and D; stage 2: α and D of "
-        "the chosen one; std. RMSE: of the standardised rows, ranks the candidates of a "
+        "the chosen one; tgt. RMSE: of the targets the model learns (deviations "
+        "from the running mean, changes or log changes), ranks the candidates of a "
         "transform and stage; RMSE: the best of each replayed on the same folds, in the "
         "series' units, chooses" + (f"; {more} more candidates in --json" if more else "")
         + ")")
@@ -723,23 +703,24 @@ def _forecast(args, out, given=frozenset()):
                               (None, "no time stamps" if data.times is None
                                else "time stamps not increasing"))
     settings = {key: getattr(args, key) for key in _STREAM_SETTINGS}
+    first = fp.first_forecast_position(n_lags=args.n_lags, transform=transform,
+                                       horizon=args.horizon)
     if continuing:
         skip = header["skip"]
-        time_offset = next(iter(saved_by_series.values()))["tail"].end
+        time_offset = next(iter(saved_by_series.values()))["n_values"]
     else:
-        n_rows = n_values - fp.first_origin(n_lags=args.n_lags, transform=transform) \
-            - args.horizon
-        skip = min(args.window_size, n_rows - 2)
+        n_forecasts = n_values - first
+        # the first window's forecasts are made but not scored
+        skip = first + min(args.window_size, n_forecasts - 2)
         time_offset = 0
     report_from = 0
-    if tuning is not None:  # report only the rows whose target lies after the tuning part
-        report_from = tuning["n_tune"] - fp.first_origin(
-            n_lags=args.n_lags, transform=transform) - args.horizon
-        if n_rows - report_from < 2:
+    if tuning is not None:  # report only the values after the tuning part
+        report_from = tuning["n_tune"]
+        if n_values - max(report_from, first) < 2:
             raise CLIError(f"--tune-fraction {args.tune_fraction} leaves "
-                           f"{max(n_rows - report_from, 0)} forecast(s) after the tuning "
-                           "part to report on; give a smaller --tune-fraction or a longer "
-                           "series")
+                           f"{max(n_values - max(report_from, first), 0)} forecast(s) after "
+                           "the tuning part to report on; give a smaller --tune-fraction "
+                           "or a longer series")
     several = len(names) > 1
     tasks = [{
         "settings": settings, "values": values, "exog": data.exog,
@@ -752,13 +733,10 @@ def _forecast(args, out, given=frozenset()):
     label = (data.source if args.csv is None or several
              else f"{data.source}:{names[0]}")
     h = args.horizon
-    modelled = {"none": "values", "diff": "first differences",
-                "logdiff": "log returns"}[transform]
-    if h > 1:
-        modelled = {"none": f"values {h} steps ahead",
-                    "diff": f"changes over {h} steps (inputs: first differences)",
-                    "logdiff": f"log changes over {h} steps (inputs: log returns)"
-                    }[transform]
+    ahead_text = "the next value" if h == 1 else f"the values 1 to {h} steps ahead"
+    modelled = {"none": f"{ahead_text} less the running mean (inputs: values)",
+                "diff": f"changes to {ahead_text} (inputs: first differences)",
+                "logdiff": f"log changes to {ahead_text} (inputs: log returns)"}[transform]
     # the workers (a dask cluster: connected) before anything is printed
     with _workers(args):
         say(f"{PROG} forecast: {label} — {data.description}; {n_values} values"
@@ -766,12 +744,15 @@ def _forecast(args, out, given=frozenset()):
         say(f"model: {args.model} = {_model_description(args, args.n_components)}"
             + (f", one per series ({len(names)} series)" if several else ""))
         exog_text = (f" + {', '.join(data.exog_names)} ({len(data.exog_names)} exog, "
-                     "standardised levels)" if data.exog_names else "")
+                     "levels)" if data.exog_names else "")
         ahead = "one step" if h == 1 else f"{h} steps"
-        n_steps = (n_values if continuing else n_rows) * len(names)
-        say(f"rows: {modelled}, standardised with past mean/std, {args.n_lags} lags"
-            f"{exog_text} → {n_steps} predict-then-update steps"
-            + ("" if continuing else f" (first {skip} not scored)" if tuning is None else
+        n_steps = n_values * len(names)
+        say(f"rows: targets {modelled}, {args.n_lags} lags{exog_text}, standardised "
+            f"with running mean/std → {n_steps} values learned, each forecast "
+            f"{ahead} before it arrives"
+            + ("" if continuing else
+               f" (from position {first} on; the first {skip - first} not scored)"
+               if tuning is None else
                f"; reported and scored only from position {tuning['n_tune']} on, after "
                f"the {tuning['n_tune']} values the tuning saw"))
         if data.time_column is not None:
@@ -783,9 +764,6 @@ def _forecast(args, out, given=frozenset()):
                          "no season is inferred from them")
         outcomes, n_warn, first_warning = _run_tasks(tasks, args)
         results = {name: o[0] for name, o in zip(names, outcomes)}
-        if report_from:  # the rows of the tuning part were learned (and timed) too
-            results = {name: dataclasses.replace(r, seconds_per_update=r.seconds / max(
-                r.y_pred.shape[0] + report_from, 1)) for name, r in results.items()}
         reports = [_series_report(name, results[name], data.series[name].shape[0])
                    for name in names]
         units = data.units
@@ -800,10 +778,7 @@ def _forecast(args, out, given=frozenset()):
             say(f"{'forecast':16}{_fmt(result.res_mse):>16}{_fmt(result.res_var):>16}")
             say(f"{'persistence':16}{_fmt(result.persistence_mse):>16}"
                 f"{_fmt(result.persistence_var):>16}")
-            say(f"{'standardised':16}{_fmt(result.res_mse_std):>16}"
-                f"{_fmt(result.res_var_std):>16}")
-            say("(persistence: the last value as forecast; standardised: errors of the "
-                "standardised rows the model learns)")
+            say("(persistence: the last value as forecast)")
             say(f"\nin the series' units{u1}: RMSE {_value(r['rmse'])}, MAE {_value(r['mae'])}, "
                 f"MASE {_value(r['mase'], '{:.4g}')} ({r['n_scored']} forecasts scored; "
                 f"{season_text})")
@@ -812,7 +787,7 @@ def _forecast(args, out, given=frozenset()):
             if r["summary"]:
                 say(r["summary"])
             say(f"\ntime per update: {result.seconds_per_update * 1e6:.1f} µs "
-                f"(features + predict + update; {result.y_pred.shape[0] + report_from} "
+                f"(features + predict + update; {result.n_updates} "
                 f"updates in "
                 f"{result.seconds:.2f} s)")
         else:
@@ -837,8 +812,7 @@ def _forecast(args, out, given=frozenset()):
             if not np.all(np.isfinite(result.forecast)):
                 notes.append(f"{who}{int(np.sum(~np.isfinite(result.forecast)))} forecasts "
                              "are not finite: the model diverged on this stream")
-            elif not all(np.isfinite(x) for x in (result.res_mse, result.res_var,
-                                                   result.res_mse_std, result.res_var_std)):
+            elif not all(np.isfinite(x) for x in (result.res_mse, result.res_var)):
                 notes.append(f"{who}some scores overflow float64 (inf/nan above): the "
                              "forecasts are far from the series (the model diverged on this "
                              "stream)")
@@ -886,10 +860,9 @@ def _forecast(args, out, given=frozenset()):
                                               is not None else "")
                  if data.times is not None and len(data.times) else
                  f"after position {time_offset + n_values - 1}")
-        say(f"\nfuture: the next {h} value{'s' * (h > 1)} {after}, by a StreamForecaster "
-            f"with these settings (direct, {h} target{'s' * (h > 1)} per row) that "
-            + ("continued the saved stream" if continuing else
-               "learned the last values of the series")
+        say(f"\nfuture: the next {h} value{'s' * (h > 1)} {after}, by the same "
+            f"StreamForecaster (direct, {h} target{'s' * (h > 1)} per row), which "
+            + ("continued the saved stream" if continuing else "learned the whole series")
             + "; intervals: adaptive conformal (ACI) from its own prequential residuals")
         for name, result in results.items():
             fut, doc = result.future, future_docs[name]
