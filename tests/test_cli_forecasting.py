@@ -245,13 +245,14 @@ CONTINUED = {
 @pytest.mark.parametrize("k", [170, 150, 40])
 @pytest.mark.parametrize("case", list(CONTINUED))
 def test_continued_stream_equals_one_run(tmp_path, data, capsys, case, k):
-    """Rows [:k] saved, then rows [k:] from the loaded model: the forecasts of rows [k:]
-    EQUAL those of one uninterrupted run (assert_array_equal, no tolerance).
+    """Values [:k] saved, then values [k:] from the loaded model: the forecasts of values
+    [k:] EQUAL those of one uninterrupted run (assert_array_equal, no tolerance).
 
-    Chunks are aligned on the stream's row numbers and the saved model is the one at the
-    last chunk boundary (the rows after it are learned again on loading), so the
-    continued run makes the same calls on the same states as the uninterrupted one;
-    chunks cut elsewhere would change the rounding (the solvers' block updates)."""
+    The forecaster's blocks end on the stream's multiples of --chunk-size and the file
+    keeps it as it was at the last one (the values after it are learned again on
+    loading), so the continued run makes the same calls on the same states as the
+    uninterrupted one; blocks cut elsewhere would change the rounding (the solvers'
+    block updates)."""
     extra = CONTINUED[case]
     write_csv(tmp_path / "first.csv", data, rows=slice(0, k))
     write_csv(tmp_path / "second.csv", data, rows=slice(k, None))

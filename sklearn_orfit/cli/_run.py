@@ -106,9 +106,12 @@ def _memory_terms(args, n_components, n_values):
     """
     D, N, L = n_components, args.window_size or _DEFAULT_WINDOW, args.n_lags
     c = min(args.chunk_size, max(n_values, 1))
-    rows = max(n_values - L, 0)
     inputs = L * (1 + getattr(args, "n_exog", 0)) + getattr(args, "n_future_exog", 0)
-    terms = [(8 * rows * (inputs + 4), "the lagged rows", "--n-lags")]
+    levels = len(getattr(args, "level", None) or (80, 95))
+    terms = [(8 * n_values * (8 + 3 * levels), "the series, its forecasts and their "
+              "intervals", "--n-rows"),
+             (8 * 4 * c * (inputs + 2), "the lagged rows of one block",
+              "--n-lags and --chunk-size")]
     model = args.model
     if model in ("abo", "orfit", "ewrls", "ensemble"):
         terms.append((8 * D * (inputs + 1), "the random features' frequencies",
