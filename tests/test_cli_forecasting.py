@@ -1094,6 +1094,14 @@ def test_tune_load_model_refused_before_computing(tmp_path, long_csv, capsys,
     one_line_error(status, err, "--tune", "--load-model")
 
 
+def test_tune_refuses_known_future_columns(tmp_path, long_csv, capsys, must_not_compute):
+    """tune_forecast lags every exogenous column: with --exog-future it would tune
+    another model than the one the run uses, so the pair is refused before computing."""
+    status, _, err = run(["--csv", long_csv, "--column", "a", "--tune", "--exog-future",
+                          "temp", *TUNE_SMALL, "--no-save"], capsys)
+    one_line_error(status, err, "--tune", "--exog-future")
+
+
 @pytest.mark.parametrize("flag", [["--tune-fraction", 0.5], ["--tune-models", "abo"]])
 def test_tune_options_need_tune(tmp_path, long_csv, capsys, must_not_compute, flag):
     status, _, err = run(["--csv", long_csv, "--column", "a", *flag, *TUNE_SMALL,

@@ -4,9 +4,8 @@ The forecast runs the library's forecasting chain: a
 :class:`~sklearn_orfit.StreamForecaster` (lags, targets ``h`` steps ahead, a model of
 :func:`~sklearn_orfit._forecast_models.make_forecast_model` behind a running
 standardisation, conformal intervals). :func:`run_stream` feeds it the series in pieces
-aligned on the stream's positions, so a stream continued from a checkpoint gives the
-forecasts of one uninterrupted run, bit for bit, and scores the forecasts it made in the
-series' units.
+aligned on the stream's positions, so a stream continued from a checkpoint makes the
+calls of one uninterrupted run, and scores the forecasts it made in the series' units.
 
 The functions are plain and importable, so the command line (:mod:`sklearn_orfit.cli._run`),
 the documentation's examples, the benchmark scripts (``benchmarks/``: timing, machine
@@ -142,8 +141,10 @@ def run_stream(forecaster, y, X=None, *, skip=0, quiet=True,
     stream (``fit`` on earlier values, or its private ``_start``); the values are given
     to it in pieces that end on the stream's multiples of ``chunk_size`` (its own
     ``chunk_size``: the progress bar moves per piece), so the calls do not depend on
-    where an earlier run stopped and a stream continued from a checkpoint gives the
-    forecasts of one uninterrupted run, bit for bit.
+    where an earlier run stopped: a stream continued from a checkpoint gives the
+    forecasts of one uninterrupted run, bit for bit, for the values of every block both
+    complete; in a run's last, unfinished block they differ in the last bits only
+    (~1e-15 relative: its prequential call is shorter).
 
     The forecasts of the positions ``>= report_from`` (from the start of the stream;
     ``None``: the first the forecaster makes, after its first row is learned) are

@@ -268,8 +268,7 @@ def build_parser():
     o.add_argument("--chunk-size", type=_int_at_least(1), default=250,
                    help="values per block: one-step forecasts are learned a block at a "
                    "time (by one prequential call per block, blocks ending on the "
-                   "stream's multiples of the size: the forecasts do not depend on where "
-                   "a saved stream stopped); the progress bar moves per block "
+                   "stream's multiples of the size, wherever a saved stream stopped); the progress bar moves per block "
                    "(default 250)")
     o.add_argument("--save-model", metavar="PATH", default=None, action=_Once,
                    help="save the fitted forecaster(s) and the settings to PATH (joblib: "

@@ -518,6 +518,13 @@ def _tune(args, data, given):
     if len(data.series) > 1:
         raise CLIError(f"--tune chooses the settings of one series; --column names "
                        f"{len(data.series)}: tune them one at a time")
+    if data.n_future_exog:
+        # tune_forecast searches rows whose exogenous columns are all lagged: it would
+        # choose the settings of another model than the run's
+        raise CLIError("--tune searches models whose exogenous columns are lagged; it "
+                       "cannot tune with --exog-future columns (known at the target "
+                       "time): give the settings instead of --tune, or use those "
+                       "columns as --exog")
     (name, values), = data.series.items()
     _check_values(values, name, data.where)
     left = values.shape[0] - math.floor(args.tune_fraction * values.shape[0])
