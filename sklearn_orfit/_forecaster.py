@@ -45,6 +45,18 @@ def default_regressor(n_features):
     )
 
 
+def _running_means(values, mean=0.0, count=0):
+    """The running mean after each of ``values``, continuing the mean ``mean`` of
+    ``count`` earlier values, one value at a time as the stream's time steps compute it
+    (the same operations, so the same bits)."""
+    out = np.empty(values.shape[0])
+    for j in range(values.shape[0]):
+        count += 1
+        mean += (values[j] - mean) / count
+        out[j] = mean
+    return out
+
+
 def _is_pandas(obj):
     return hasattr(obj, "iloc") and hasattr(obj, "index")
 
@@ -895,21 +907,11 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         makes the stream's forecasts.
         """
         g = self._reach
-        n = yv.shape[0]
-        means = np.empty(n)  # the running mean, as the stream computes it
-        mean = 0.0
-        for j in range(n):
-            mean += (yv[j] - mean) / (j + 1)
-            means[j] = mean
-        origins = np.arange(self._t0, n - g)
+        means = _running_means(yv)
+        origins = np.arange(self._t0, yv.shape[0] - g)
         X = self._rows(origins, yv, Xv, 0, steps=g)
         ks = np.arange(1, g + 1)
-        if self.transform == "seasonal_diff":
-            s = self._order
-            bases = yv[origins[:, None] + ks - s * np.ceil(ks / s).astype(np.int64)]
-        else:
-            bases = np.column_stack([self._base(yv, origins, k, means=means) for k in ks]
-                                    ).reshape(origins.shape[0], g)
+        bases = np.column_stack([self._base(yv, origins, k, means=means) for k in ks])
         with np.errstate(divide="ignore", invalid="ignore"):
             Y = self._to_target(yv[origins[:, None] + ks], bases)
         return X, Y, origins, bases
@@ -930,13 +932,7 @@ class StreamForecaster(StreamLockMixin, BaseEstimator):
         start = self.n_samples_seen_ - self._y_hist.shape[0]
         T2 = self.n_samples_seen_ + m - 1  # the block's last time
         # the running mean at each time, as the time steps compute it
-        means = np.empty(m)
-        mean, count = self._mean_y, self._n_mean
-        for j in range(m):
-            count += 1
-            mean += (yb[j] - mean) / count
-            means[j] = mean
-        ms = np.concatenate([self._m_hist, means])
+        ms = np.concatenate([self._m_hist, _running_means(yb, self._mean_y, self._n_mean)])
         o0, o1 = self._next_forecast, T2 - self._defer  # origins forecast in the block
         l0, l1 = self._next_learn, T2 - 1  # origins learned in the block
         f = np.full((max(o1 - o0 + 1, 0), 1), np.nan)
