@@ -29,6 +29,7 @@ from sklearn_orfit import (
     make_streaming_pipeline,
     prequential_predict,
 )
+from sklearn_orfit.abo._batch_solver import BatchSolver
 from sklearn_orfit._streaming._base import expected_failed_checks
 from sklearn_orfit.datasets import make_abo_series, make_lagged
 from sklearn_orfit.metrics import res_mse, res_var
@@ -696,8 +697,9 @@ def test_interrupt_inside_a_weighted_call_changes_nothing(N, D, solver, monkeypa
     monkeypatch.setattr(WindowBuffer, "load", written(real_load))
     # how many window writes the call makes, on a copy
     pickle.loads(before).prequential_predict(Z[60:200], y[60:200], sample_weight=w[60:200])
-    assert calls["write"] >= 3
-    calls["raise_at"], calls["write"] = 2 * calls["write"] // 3, 0
+    # (the short-window solver learns the call in one pass: one write, after β is set)
+    assert calls["write"] >= (1 if isinstance(reg._solver, BatchSolver) else 3)
+    calls["raise_at"], calls["write"] = max(1, 2 * calls["write"] // 3), 0
     monkeypatch.setattr(type(reg._solver), "checkpoint", counting_checkpoint)
     with pytest.raises(KeyboardInterrupt):
         reg.prequential_predict(Z[60:200], y[60:200], sample_weight=w[60:200])

@@ -8,6 +8,7 @@ from _oracle import prequential_oracle, window_lstsq
 import sklearn_orfit.abo._kernels as kernels
 import sklearn_orfit.abo._window_solvers as window_solvers
 from sklearn_orfit import QREWRLSRegressor, prequential_predict
+from sklearn_orfit.abo._batch_solver import BatchSolver
 
 EPS = np.finfo(np.float64).eps
 
@@ -115,6 +116,46 @@ def test_zero_rows_and_zero_weights_stay_on_the_fast_route(kind, D, N):
     pred = prequential_predict(reg, Z, y, sample_weight=sw)
     assert_matches_oracle(pred, Z, y, N=N, sample_weight=sw)
     assert reg.n_orthogonal_windows_ == 0
+
+
+@pytest.mark.parametrize("lam, alpha", [(1.0, 0.0), (0.9, 0.0), (1.0, 1e-12), (0.9, 0.1)])
+@pytest.mark.parametrize("D, N", [(19, 20), (2, 20), (8, 12), (30, 20)])
+@pytest.mark.parametrize("rows_per_call", [1, 7, 300])
+def test_short_window_zero_weights_in_one_pass_and_few_rows_on_the_dual(
+        lam, alpha, D, N, rows_per_call, monkeypatch):
+    # The short-window solver (N ≤ 32) learned a call with zero-weight rows in pieces
+    # starting at each such row (N = 500, D = 2, 20 % zero weights: 47 µs an update
+    # instead of 6), and solved the normal equations (D < N) of windows with at most D
+    # non-zero rows (the fill, zero-weight rows), which are singular, on the orthogonal
+    # route (N = 20, D = 19: every window, 137 µs an update instead of 20). Each call is
+    # now one pass, and such windows are solved in their dual form.
+    rng = np.random.default_rng(D * N + rows_per_call)
+    T = 120
+    Z, y = rng.normal(size=(T, D)), rng.normal(size=T)
+    sw = np.where(rng.random(T) < 0.2, 0.0, 1.0)
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
+    calls = []
+    real = BatchSolver.update
+
+    def counting(self, *args, **kwargs):
+        calls.append(args[0].shape[0])
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(BatchSolver, "update", counting)
+    pred = np.concatenate([prequential_predict(reg, Z[a : a + rows_per_call], y[a : a + rows_per_call],
+                                               sample_weight=sw[a : a + rows_per_call])
+                           for a in range(0, T, rows_per_call)])
+    assert_matches_oracle(pred, Z, y, N=N, lam=lam, alpha=alpha, sample_weight=sw)
+    assert len(calls) == -(-T // rows_per_call)  # one pass a call
+    if rows_per_call > 1 and D < N:
+        # only windows near the interpolation threshold (a nearly square window is
+        # ill-conditioned in either form) may reach the orthogonal route, each solved
+        # at most twice (its prediction, coef_); it was every window with at most D
+        # non-zero rows
+        c = np.concatenate([[0], np.cumsum(sw != 0)])
+        end = np.arange(1, T + 1)
+        n_nonzero = c[end] - c[np.maximum(0, end - N)]
+        assert reg.n_orthogonal_windows_ <= 2 * np.sum(n_nonzero >= D - 2)
 
 
 @pytest.mark.parametrize("lam, alpha", [(1.0, 0.0), (0.97, 0.0), (1.0, 1e-6)])

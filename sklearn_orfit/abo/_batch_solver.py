@@ -87,11 +87,22 @@ class BatchSolver:
         self.__dict__.update(attrs)
         self.buf.restore(token)
 
-    def update(self, Z, Y, *, predict):
-        """Learn the rows of ``Z`` in order; return the prequential predictions if asked."""
+    #: :meth:`update` predicts zero-weight rows itself (see ``update_rows``)
+    takes_inert = True
+
+    def update(self, Z, Y, *, predict, inert=None):
+        """Learn the rows of ``Z`` in order; return the prequential predictions if asked.
+
+        ``inert``: ``(mask, X)``, rows of ``Z`` that are zero (zero-weight rows) and are
+        predicted as the rows of ``X``, by the coefficients of the window before each,
+        in the same pass.
+        """
         if Z.shape[0] == 1 and not self.orthogonal_only:
             Zh, s = normalise_rows(Z)
-            Y_pred = (Z @ self._beta) if predict else None
+            if predict and inert is not None and inert[0][0]:
+                Y_pred = inert[1][:1] @ self._beta
+            else:
+                Y_pred = (Z @ self._beta) if predict else None
             self._one(Zh[0], s[0], Y[0])
             return Y_pred
         # while every norm (the new rows' and the window's) and weight is moderate, the
@@ -109,7 +120,8 @@ class BatchSolver:
         while a < Z.shape[0]:
             b = min(a + rows, Z.shape[0])
             try:
-                Yp = self._block(Z[a:b], Y[a:b], predict=predict, raw=raw)
+                Yp = self._block(Z[a:b], Y[a:b], predict=predict, raw=raw,
+                                 inert=None if inert is None else (inert[0][a:b], inert[1][a:b]))
             except _NotModerate:
                 # extreme norms: this block, and the rest of the call, on unit rows
                 raw, rows = False, min(rows, max(1, _BLOCK_NUMBERS // max(D, 1)))
@@ -120,14 +132,14 @@ class BatchSolver:
         return Y_pred
 
     # ------------------------------------------------------------------ a block of rows
-    def _block(self, Zn, Yn, *, predict, raw=False):
+    def _block(self, Zn, Yn, *, predict, raw=False, inert=None):
         """Windows ``j = 0 … b`` of ``E = [window (N rows, zero rows before the stream); new]``.
 
         ``Zn`` are the new rows. Without ``raw`` they are normalised first. With ``raw``
         the rows as given are used: on the dual route the band of their inner products,
         divided by the norms; on the primal route their weighted normal equations. Raises
         :class:`_NotModerate`, before anything is changed, when a norm (or, on the primal
-        route, a weight) is not moderate.
+        route, a weight) is not moderate. ``inert``: as in :meth:`update`, for these rows.
         """
         if not raw:
             Zn, sn = normalise_rows(Zn)
@@ -168,6 +180,19 @@ class BatchSolver:
             R = _take(Zo, Zn, idx)
             return R if raw else R * sE[idx][..., None]
 
+        # the new rows predicted as other rows (zero-weight rows: a zero row to the solver,
+        # predicted as the row given): ŷ_j = x_j·β_j, β_j of the window before row j
+        inert_j = None
+        if predict and inert is not None and inert[0].any():
+            inert_j, X_inert = np.flatnonzero(inert[0]), inert[1]
+
+        def pred_rows(js):  # the rows as given of the new rows js, inert ones as in X
+            R = rows_of(N + js)
+            if inert_j is not None:
+                m = inert[0][js]
+                R[m] = X_inert[js[m]]
+            return R
+
         win = np.lib.stride_tricks.sliding_window_view(np.arange(N + b), N)  # (b+1, N) rows of E
         # s_w[j, i], Y_w[j, i]: norm and targets of row i of window j (strided views)
         s_w = np.lib.stride_tricks.sliding_window_view(sE, N)
@@ -185,18 +210,44 @@ class BatchSolver:
                 band = _unit_band(band, sE, N)
             else:
                 band = _band(Zo, Zn, N)
-            a, flagged = self._dual(band, s_w, Y_w, before_stream, w)
+            a, flagged = self._dual(_windows_from_band(band, s_w.shape[0], N), s_w, Y_w,
+                                    before_stream, w)
             # ŷ_j = s_j (k̂_j · â_j), k̂_j[i] = ⟨ẑ_new j, row i of window j⟩ = band[N+j, N−i]
             if predict:
                 Y_pred[:] = sn[:, None] * np.einsum("jn,jnc->jc", band[N : N + b, N:0:-1], a[:b])
+                if inert_j is not None:
+                    # x_j·β_j = Σ_i â_j[i] ⟨x_j, ẑ_i⟩ over window j's unit rows
+                    k = np.einsum("jnd,jd->jn", unit_rows(win[inert_j]), X_inert[inert_j])
+                    Y_pred[inert_j] = np.einsum("jn,jnc->jc", k, a[inert_j])
             beta = unit_rows(win[b]).T @ a[b]
             K_last = _gram_of_window(band, N + b, N)
         else:
             # D < N ≤ 32: the stacked rows are small; window j is a strided view of them
             Ew = np.lib.stride_tricks.sliding_window_view(np.concatenate([Zo, Zn]), N, axis=0)
-            betas, flagged = self._primal(Ew, s_w, Y_w, w, sE, raw=raw)
+            # the route of each window by its effective window: one with at most D rows
+            # that carry anything (the fill phase, zero-weight rows) has singular normal
+            # equations (with a small ridge, conditioned like 1/α): its dual system
+            # (n×n) instead
+            few = (~before_stream & (s_w > 0)).sum(axis=1) <= self.D
+            if not few.any():
+                betas, flagged = self._primal(Ew, s_w, Y_w, w, sE, raw=raw)
+            else:
+                betas = np.empty((b + 1, self.D, self.c))
+                flagged = np.empty(b + 1, dtype=bool)
+                many = ~few
+                if many.any():
+                    betas[many], flagged[many] = self._primal(Ew[many], s_w[many], Y_w[many], w,
+                                                              sE, raw=raw)
+                U = unit_rows(win[few])
+                a, flagged[few] = self._dual(U @ np.swapaxes(U, 1, 2), s_w[few], Y_w[few],
+                                             before_stream[few], w)
+                betas[few] = np.swapaxes(U, 1, 2) @ a
             if predict:
-                Y_pred[:] = np.einsum("jd,jdc->jc", Zn if raw else Zn * sn[:, None], betas[:b])
+                P = Zn if raw else Zn * sn[:, None]
+                if inert_j is not None:
+                    P = P.copy() if raw else P
+                    P[inert_j] = X_inert[inert_j]
+                Y_pred[:] = np.einsum("jd,jdc->jc", P, betas[:b])
             beta = betas[b]
         idx = np.flatnonzero(flagged)
         if idx.size:
@@ -206,7 +257,7 @@ class BatchSolver:
                 bts = lstsq_stack(A, YE[win[chunk]] * self.sw[None, :, None], alpha=self.alpha)[0]
                 pred = chunk < b
                 if predict and pred.any():
-                    Y_pred[chunk[pred]] = np.einsum("jd,jdc->jc", rows_of(N + chunk[pred]), bts[pred])
+                    Y_pred[chunk[pred]] = np.einsum("jd,jdc->jc", pred_rows(chunk[pred]), bts[pred])
                 if chunk[-1] == b:
                     beta = bts[-1]
             self.n_orthogonal += int(idx.size)
@@ -219,12 +270,11 @@ class BatchSolver:
         buf.load(unit_rows(keep), sE[keep], YE[keep], gram=None if K_last is None else K_last[-n_keep:, -n_keep:])
         return Y_pred
 
-    def _dual(self, band, s_w, Y_w, before_stream, w):
-        """``D ≥ N``: ``(K̂_j + diag(α/(w s²))) â_j = y/s`` for every window ``j`` (``band``:
-        the unit rows' products, :func:`_band`)."""
+    def _dual(self, K, s_w, Y_w, before_stream, w):
+        """``(K̂_j + diag(α/(w s²))) â_j = y/s`` for windows ``j`` (``K``: their unit rows'
+        Gram matrices, a fresh array, solved in place); the windows of the dual route
+        (``D ≥ N``), and of the primal route those with at most ``D`` non-zero rows."""
         N = self.N
-        nwin = s_w.shape[0]
-        K = _windows_from_band(band, nwin, N)
         with np.errstate(divide="ignore", over="ignore", under="ignore"):
             # a subnormal s² only makes an already negligible row's shift inexact
             shift = self.alpha / (w[None, :] * s_w * s_w) if self.alpha else np.zeros_like(s_w)
