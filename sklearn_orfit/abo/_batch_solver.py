@@ -193,10 +193,10 @@ class BatchSolver:
                 R[m] = X_inert[js[m]]
             return R
 
-        win = np.lib.stride_tricks.sliding_window_view(np.arange(N + b), N)  # (b+1, N) rows of E
+        win = _windows(np.arange(N + b), N)  # (b+1, N) rows of E
         # s_w[j, i], Y_w[j, i]: norm and targets of row i of window j (strided views)
-        s_w = np.lib.stride_tricks.sliding_window_view(sE, N)
-        Y_w = np.swapaxes(np.lib.stride_tricks.sliding_window_view(YE, N, axis=0), 1, 2)
+        s_w = _windows(sE, N)
+        Y_w = _windows(YE, N)
         w = self.sw**2
         before_stream = win < pad_rows
         Y_pred = np.zeros((b, self.c)) if predict else None
@@ -223,12 +223,14 @@ class BatchSolver:
             K_last = _gram_of_window(band, N + b, N)
         else:
             # D < N ≤ 32: the stacked rows are small; window j is a strided view of them
-            Ew = np.lib.stride_tricks.sliding_window_view(np.concatenate([Zo, Zn]), N, axis=0)
+            Ew = np.swapaxes(_windows(np.concatenate([Zo, Zn]), N), 1, 2)
             # the route of each window by its effective window: one with at most D rows
             # that carry anything (the fill phase, zero-weight rows) has singular normal
             # equations (with a small ridge, conditioned like 1/α): its dual system
             # (n×n) instead
-            few = (~before_stream & (s_w > 0)).sum(axis=1) <= self.D
+            # (rows before the stream are zero rows: s = 0)
+            c = np.concatenate([[0], np.cumsum(sE > 0)])
+            few = c[N:] - c[:-N] <= self.D
             if not few.any():
                 betas, flagged = self._primal(Ew, s_w, Y_w, w, sE, raw=raw)
             else:
@@ -526,6 +528,16 @@ def _spread(ws, s, keep):
         hi = np.where(keep, v, 0.0).max(axis=-1, initial=0.0)
         lo = np.where(keep, v, np.inf).min(axis=-1, initial=np.inf)
         return np.where(np.isfinite(lo), hi / lo, 1.0)
+
+
+def _windows(A, N):
+    """A read-only view of the windows of ``N`` consecutive rows of the contiguous array
+    ``A``: shape ``(len(A) − N + 1, N) + A.shape[1:]`` (``sliding_window_view``'s windows,
+    with the window axis second, at a fraction of its fixed cost)."""
+    V = np.ndarray((A.shape[0] - N + 1, N) + A.shape[1:], A.dtype, buffer=A,
+                   strides=(A.strides[0],) + A.strides)
+    V.flags.writeable = False
+    return V
 
 
 def _take(Zo, Zn, idx):
