@@ -427,3 +427,34 @@ def test_a_ridge_below_rounding_against_huge_rows_is_lstsq_of_the_augmented_wind
         expected = Z[t] @ np.linalg.lstsq(A, b, rcond=None)[0]
         # these windows have at most 5 rows of one scale: κ below 1e3 on their span
         assert abs(pred[t] - expected) <= 1e-9 * abs(expected), (t, pred[t], expected)
+
+
+@pytest.mark.parametrize("alpha, kind", [(1e-6, "gaussian"), (0.1, "zero_weights"), (10.0, "scaled")])
+def test_ridge_with_forgetting_on_the_dual_route_solves_full_windows_directly(alpha, kind, monkeypatch):
+    # λ = 0.9 limits the dual route's iteration to blocks of 4 rows: each block
+    # refactorised the core (N = 100, D = 100, α = 0.1: 374 µs an update with a full
+    # window). Windows of up to 1024/b rows (256 here) now solve their own systems in
+    # blocks of the usual length (182 µs).
+    from sklearn_orfit.abo import _dual_solver
+
+    N, D, T, lam = 100, 120, 330, 0.9
+    rng = np.random.default_rng(7)
+    Z, y = rng.normal(size=(T, D)), rng.normal(size=T)
+    sw = np.where(rng.random(T) < 0.2, 0.0, 1.0) if kind == "zero_weights" else None
+    if kind == "scaled":
+        Z *= 10.0 ** rng.integers(-3, 4, size=(T, 1))
+    direct = []
+    real = _dual_solver._DualBlock.__init__
+
+    def spy(self, **kwargs):
+        direct.append(kwargs["direct"])
+        real(self, **kwargs)
+
+    monkeypatch.setattr(_dual_solver._DualBlock, "__init__", spy)
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
+    pred = np.concatenate([prequential_predict(reg, Z[a : a + 110], y[a : a + 110],
+                                               sample_weight=None if sw is None else sw[a : a + 110])
+                           for a in range(0, T, 110)])
+    assert_matches_oracle(pred, Z, y, N=N, lam=lam, alpha=alpha, sample_weight=sw)
+    assert type(reg._solver).__name__ == "DualSolver"
+    assert all(direct) and len(direct) >= T // 20  # every block, full windows included

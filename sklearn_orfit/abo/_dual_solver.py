@@ -53,8 +53,14 @@ _SHIFT_MAX = 1e200
 KAPPA_REFINE_MAX = 1e9
 
 #: Largest number of window rows for which a ridge with forgetting may form and solve each
-#: window's own matrix ``P + δΣ`` (see :meth:`DualSolver._direct_block_size`).
+#: window's own matrix ``P + δΣ`` (see :meth:`DualSolver._direct_block_size`): this many,
+#: or :data:`DIRECT_SHIFT_ROWS_TIMES_BLOCK` divided by the iteration's block length when
+#: that is more. The iteration refactorises every ``b`` rows; solving each window directly
+#: costs ``O(n³)`` a window. Measured (one thread, µs an update with a full window, the
+#: iteration's → each window's own): λ = 0.9 (b = 4), n = 100: 374 → 182, n = 128: 452 →
+#: 228, n = 200: 652 → 499; λ = 0.97 (b = 14), n = 100: 180 → 194, n = 200: 342 → 488.
 DIRECT_SHIFT_MAX_N = 64
+DIRECT_SHIFT_ROWS_TIMES_BLOCK = 1024
 
 
 def default_block_size(window_size):
@@ -267,14 +273,15 @@ class DualSolver(CoreBlockSolver):
         A ridge with forgetting iterates against the block's factor in blocks short
         enough for the shifts to stay within :data:`~._window_solvers.SHIFT_SPREAD` (4
         rows at ``λ = 0.9``). While every window of the next block has at most
-        :data:`DIRECT_SHIFT_MAX_N` rows (the fill of a window), each window's matrix
+        :data:`DIRECT_SHIFT_MAX_N` rows (the fill of a window), or ``1024/b`` when that is
+        more (:data:`DIRECT_SHIFT_ROWS_TIMES_BLOCK`), each window's matrix
         ``P + δΣ`` is formed and solved instead (``O(n³)`` a window, no iteration), in
         blocks of the usual length (:func:`default_block_size`).
         """
         if not (self.alpha > 0 and self.lam < 1.0):
             return 0
         b = min(default_block_size(self.N), weight_block_size(self.lam))
-        if b <= self.b or self.buf.n + b > DIRECT_SHIFT_MAX_N:
+        if b <= self.b or self.buf.n + b > max(DIRECT_SHIFT_MAX_N, DIRECT_SHIFT_ROWS_TIMES_BLOCK // self.b):
             return 0
         return b
 
