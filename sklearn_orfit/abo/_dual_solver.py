@@ -290,13 +290,14 @@ class DualSolver(CoreBlockSolver):
         (the refinement route's; see :func:`ridge_shifts`)."""
         return ridge_shifts(slots if by_norm else self.buf.s[slots], alpha=self.alpha)
 
-    def _solve_windows(self, blk, lo, hi, new, s_new=None, seg=None):
+    def _solve_windows(self, blk, lo, hi, new, s_new=None, seg=None, keep=None):
         """Solve windows ``core + periphery[lo_i, hi_i)`` together.
 
         Returns the route of each window, the predictions ``/s`` for the rows at
         periphery positions ``new`` (one per window) and, per window, ``â_I = S⁻¹ g_I``
-        for the coefficients. With ``seg`` (the new rows of a segment, see
-        :meth:`_refine_windows`) the windows to refine are refined here, together.
+        for the coefficients (with ``new``: only for the windows ``keep`` on the fast
+        route). With ``seg`` (the new rows of a segment, see :meth:`_refine_windows`)
+        the windows to refine are refined here, together.
         """
         c = self.c
         route, pred, parts = self._unsolved(lo.size)
@@ -372,11 +373,13 @@ class DualSolver(CoreBlockSolver):
                     kA = seg["P_old"][nf - seg["m0"]][:, blk.slots_A] * blk.rd_A[None, :]
                     kI = np.where(valid[fast], blk.KP[nf[:, None], idx[fast]], 0.0) / blk.rdP[nf][:, None]
                     pred[sel.start + fast] = np.einsum("wa,wac->wc", kA, x[0]) + np.einsum("wi,wic->wc", kI, x[1])
-                else:
-                    for w in fast[ok]:
-                        parts[sel.start + w] = _Solution(blk, idx[w], valid[w], x[0][w], x[1][w])
+                for k in np.flatnonzero(ok):  # x: the fast windows' solutions
+                    w = fast[k]
+                    if new is None or (keep is not None and keep[sel.start + w]):
+                        parts[sel.start + w] = _Solution(blk, idx[w], valid[w], x[0][k], x[1][k])
                 continue
             route[sel] = r
+            kept = np.zeros(r.size, dtype=bool) if keep is None else keep[sel] & (r == FAST)
             if new is not None:
                 # ŷ/s = r·u_A + t_Iᵀ S⁻¹ g_I,  t = the new row's T row
                 t = np.where(valid, blk.T[new[sel, None], idx], 0.0)
@@ -387,7 +390,7 @@ class DualSolver(CoreBlockSolver):
                     route[sel.start + ref] = FAST
                     r[ref] = FAST
             for w, i in enumerate(range(sel.start, sel.stop)):
-                if new is None or r[w] == REFINE:
+                if new is None or r[w] == REFINE or kept[w]:
                     parts[i] = a[w][valid[w]]
         return route, pred, parts
 

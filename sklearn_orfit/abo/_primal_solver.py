@@ -360,12 +360,13 @@ class PrimalSolver(CoreBlockSolver):
                 return short if short >= self.D**2 / (12 * self.N) else self.b
         return self.b
 
-    def _solve_windows(self, blk, lo, hi, new, s_new=None, seg=None):
+    def _solve_windows(self, blk, lo, hi, new, s_new=None, seg=None, keep=None):
         """Solve windows ``core + periphery[lo_i, hi_i)`` together.
 
         Returns ``ok`` (False: the window goes to the orthogonal route), the predictions
         ``/s`` for the rows at periphery positions ``new`` and, per window, the
-        coefficients' periphery part ``m = C⁻¹ ν∘(R_Iᵀ h_I)``.
+        coefficients' periphery part ``m = C⁻¹ ν∘(R_Iᵀ h_I)`` (with ``new``: only for the
+        windows ``keep``).
         """
         c = self.c
         route, pred, parts = self._unsolved(lo.size)
@@ -420,17 +421,18 @@ class PrimalSolver(CoreBlockSolver):
                     # ŷ/s = (ẑ/d)·x = r_newᵀ X,  X = Lᵀx
                     Rn = blk.R[:, new[sel][fast]]  # (D, nw)
                     pred[sel.start + fast] = np.einsum("dw,dwc->wc", Rn, X)
-                else:
-                    for w in fast[ok]:
-                        parts[sel.start + w] = _Scaled(X[:, w])
+                for k in np.flatnonzero(ok):  # X: the fast windows' solutions
+                    w = fast[k]
+                    if new is None or (keep is not None and keep[sel.start + w]):
+                        parts[sel.start + w] = _Scaled(X[:, k])
                 continue
             route[sel] = r
             if new is not None:
                 # ŷ/s = ρ·h_A + t_I·(w s y)_I − (ν∘t_I)ᵀ m,  t = the new row's T row
                 t = np.where(valid, blk.T[new[sel, None], idx], 0.0)
                 pred[sel] = blk.e[new[sel]] + np.einsum("wi,wic->wc", t, wy) - np.einsum("wi,wic->wc", t * nu, m_y)
-            else:
-                for w, i in enumerate(range(sel.start, sel.stop)):
+            for w, i in enumerate(range(sel.start, sel.stop)):
+                if new is None or (keep is not None and keep[i]):
                     parts[i] = (nu[w][:, None] * m_y[w])[valid[w]]
         return route, pred, parts
 

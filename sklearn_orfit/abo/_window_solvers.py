@@ -704,18 +704,21 @@ class CoreBlockSolver:
             P_old, P_new = Zh @ buf.Zh.T, Zh @ Zh.T  # (n, N), (n, n)
         m0 = blk.m
         blk.add_rows(Zh, s, Y, P_old=None if P_old is None else P_old.T, P_new=P_new)
+        # the ring slots the new rows will take (a window's parts name its rows by slot)
+        slots = buf.next_slots(n)
+        blk.slot[m0 : m0 + n] = slots
         route = np.full(n, FAST)
         if out is not None:
             # window before new row i: the core and the periphery [dropped_i, m0 + i)
             lo = blk.dropped + np.concatenate([[0], np.cumsum(drops)[:-1]])
             hi = m0 + np.arange(n)
             seg = dict(m0=m0, Zh=Zh, s=s, Y=Y, P_old=P_old, P_new=P_new)
-            route, pred, parts = self._solve_windows(blk, lo, hi, m0 + np.arange(n), s_new=s, seg=seg)
+            # (with the coefficients' parts of the windows before inert rows)
+            route, pred, parts = self._solve_windows(blk, lo, hi, m0 + np.arange(n), s_new=s, seg=seg,
+                                                     keep=None if inert is None else inert[0])
             out[:] = pred * s[:, None]
             route[held == 0] = FAST
             out[held == 0] = 0.0
-        slots = buf.next_slots(n)
-        blk.slot[m0 : m0 + n] = slots
         for i in range(n):
             k = None
             if P_old is not None:
@@ -725,8 +728,13 @@ class CoreBlockSolver:
                 k[slots[:i]] = P_new[i, :i]
             if inert is not None and inert[0][i]:
                 # a zero row: x_i·β_{i−1}, β_{i−1} of the window core + periphery[lo_i, hi_i)
+                # (from the parts solved with the segment's windows when it is on the
+                # fast route; the ring holds that window's rows now)
                 if held[i]:
-                    out[i] = inert[1][i] @ self._window_beta(blk, lo[i], hi[i])
+                    fast = route[i] == FAST and parts[i] is not None
+                    beta = (self._coef(blk, parts[i], lo[i], hi[i]) if fast
+                            else self._window_beta(blk, lo[i], hi[i]))
+                    out[i] = inert[1][i] @ beta
             elif route[i] == REFINE:
                 out[i] = s[i] * self._refined(blk, lo[i], hi[i], parts[i], k=k)
             elif route[i] == ORTHOGONAL:
