@@ -240,9 +240,20 @@ class BatchSolver:
                 if many.any():
                     betas[many], flagged[many] = self._primal(Ew[many], s_w[many], Y_w[many], w,
                                                               sE, raw=raw)
-                U = unit_rows(win[few])
-                a, flagged[few] = self._dual(U @ np.swapaxes(U, 1, 2), s_w[few], Y_w[few],
-                                             before_stream[few], w)
+                # each such window's non-zero rows only (at most D of them, in order;
+                # padded with rows that carry nothing): a D×D system, not an N×N one
+                nz = s_w[few] > 0
+                jj, ii = np.nonzero(nz)
+                rank = np.cumsum(nz, axis=1)[jj, ii] - 1
+                pos = np.zeros((nz.shape[0], self.D), dtype=np.intp)
+                real = np.zeros(pos.shape, dtype=bool)
+                pos[jj, rank], real[jj, rank] = ii, True
+                rows_few = np.take_along_axis(win[few], pos, axis=1)
+                U = unit_rows(rows_few)
+                U[~real] = 0.0
+                s_few = np.where(real, np.take_along_axis(s_w[few], pos, axis=1), 0.0)
+                a, flagged[few] = self._dual(U @ np.swapaxes(U, 1, 2), s_few,
+                                             YE[rows_few] * real[:, :, None], ~real, w[pos])
                 betas[few] = np.swapaxes(U, 1, 2) @ a
             if predict:
                 P = Zn if raw else Zn * sn[:, None]
@@ -276,10 +287,11 @@ class BatchSolver:
         """``(K̂_j + diag(α/(w s²))) â_j = y/s`` for windows ``j`` (``K``: their unit rows'
         Gram matrices, a fresh array, solved in place); the windows of the dual route
         (``D ≥ N``), and of the primal route those with at most ``D`` non-zero rows."""
-        N = self.N
+        n = K.shape[-1]
+        w = w if w.ndim == 2 else w[None, :]  # a weight per window position, or per row
         with np.errstate(divide="ignore", over="ignore", under="ignore"):
             # a subnormal s² only makes an already negligible row's shift inexact
-            shift = self.alpha / (w[None, :] * s_w * s_w) if self.alpha else np.zeros_like(s_w)
+            shift = self.alpha / (w * s_w * s_w) if self.alpha else np.zeros_like(s_w)
         # rows that carry nothing: before the stream, zero rows (a zero weight included),
         # or (with a ridge) negligible ones
         dec = before_stream | (s_w == 0) | ((self.alpha > 0) & ~(shift <= _SHIFT_MAX))
@@ -288,14 +300,14 @@ class BatchSolver:
         S[jj, ii, :] = 0.0
         S[jj, :, ii] = 0.0
         if self.alpha:
-            il = np.arange(N)
+            il = np.arange(n)
             S[:, il, il] += np.where(dec, 0.0, shift)
         with np.errstate(divide="ignore"):
             rhs = np.where(dec | (s_w == 0), 0.0, 1.0 / np.where(s_w > 0, s_w, 1.0))[:, :, None] * Y_w
         # without a ridge the coupled diagonal is that of unit rows: 1
         a, kappa = solve_normal_stack(S, rhs, pad=dec, jacobi=bool(self.alpha))
         if self.alpha == 0.0:
-            kappa = kappa * _spread(w[None, :] * s_w, s_w, ~dec)
+            kappa = kappa * _spread(w * s_w, s_w, ~dec)
         return a, ~(kappa <= GRAM_KAPPA_MAX)
 
     def _primal(self, Ew, s_w, Y_w, w, sE, raw=False):
