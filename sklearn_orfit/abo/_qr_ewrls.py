@@ -496,8 +496,10 @@ def distinct_in_windows(keys, nonzero, end, N):
 
     ``keys`` and ``nonzero`` describe the sequence's rows, ``end`` the windows' ends.
     A row counts when no earlier row of its window has its key: with ``prev[u]`` the last
-    earlier row of the same key, row ``u`` of window ``[lo, e)`` counts when
-    ``prev[u] < lo``. ``O(len(end)·N)`` comparisons, in chunks.
+    earlier row of the same key, row ``u`` counts in the window ending at ``e`` when
+    ``u < e ≤ u + N`` and ``prev[u] < e − N`` (or it has none), a range of ends
+    ``(max(u, prev[u] + N), u + N]``: the counts are one cumulative sum over a difference
+    array, ``O(L log L)`` for a sequence of ``L`` rows (the sort), whatever ``N``.
     """
     L = keys.size
     order = np.argsort(keys, kind="stable")
@@ -505,14 +507,8 @@ def distinct_in_windows(keys, nonzero, end, N):
     prev = np.full(L, -1, dtype=np.intp)
     same = np.flatnonzero(ks[1:] == ks[:-1]) + 1
     prev[order[same]] = order[same - 1]
-    out = np.empty(end.size, dtype=np.intp)
-    step = max(1, 2**20 // max(1, N))
-    for a in range(0, end.size, step):
-        e = end[a : a + step]
-        lo = np.maximum(0, e - N)
-        u = lo[:, None] + np.arange(min(N, L))[None, :]  # the windows' rows
-        inside = u < e[:, None]
-        u = np.minimum(u, L - 1)
-        first = nonzero[u] & (prev[u] < lo[:, None]) & inside
-        out[a : a + step] = first.sum(axis=1)
-    return out
+    u = np.flatnonzero(nonzero)
+    first_end = np.where(prev[u] >= 0, np.maximum(u, prev[u] + N), u) + 1
+    size = L + N + 2
+    diff = np.bincount(first_end, minlength=size) - np.bincount(u + N + 1, minlength=size)
+    return np.cumsum(diff)[end]

@@ -16,10 +16,11 @@ will overwrite) and ``n_orthogonal``. Here:
 """
 
 import numpy as np
-from scipy.linalg import qr, qr_delete, qr_insert, solve_triangular
+from scipy.linalg import qr, qr_delete, qr_insert
 
 from ._kernels import (
     EPS, clear_of_cutoff, lstsq_cutoff, lstsq_stack, min_norm_solve, probes, ridge_from_factor,
+    triangular_solve,
 )
 from ._window import WindowBuffer, normalise_rows
 
@@ -404,8 +405,8 @@ class SlidingQR:
                 R, n=n_rows, D=D, ridge=bool(self.root_alpha)):
             if self.orientation == "columns":
                 # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
-                return Q @ solve_triangular(R, Yw, trans="T", check_finite=False)
-            return solve_triangular(R, Q.T @ Yw, check_finite=False)
+                return Q @ triangular_solve(R, Yw, trans=True)
+            return triangular_solve(R, Q.T @ Yw)
         # Ã = Rᵀ Qᵀ ⇒ β = Q pinv(Rᵀ) Ỹ;  Ã = Q R ⇒ β = pinv(R) Qᵀ Ỹ (Q: orthonormal
         # columns); with a ridge the same with s/(s² + α) for 1/s
         if self.orientation == "columns":
@@ -496,7 +497,7 @@ class SlidingR:
                 R = T[:, :D]
                 if not np.all(R.diagonal()):  # singular: no downdate (Rᵀp = a has no solution)
                     return False
-                p = solve_triangular(R, a_old, trans="T", check_finite=False)
+                p = triangular_solve(R, a_old, trans=True)
                 lev = float(p @ p)
                 if not lev <= MAX_LEVERAGE:  # also catches a nearly singular R (p not finite)
                     return False
@@ -532,7 +533,7 @@ class SlidingR:
             beta = ridge_from_factor(R, d, alpha)
             return lstsq_stack(R[None], d[None], alpha=alpha)[0][0] if beta is None else beta
         if clear_of_cutoff(R, n=self.n, D=D, ridge=self.ridge_in_factor):
-            return solve_triangular(R, d, check_finite=False)
+            return triangular_solve(R, d)
         return min_norm_solve(R, d, n=self.n + (D if self.ridge_in_factor else 0), D=D)
 
 
