@@ -776,11 +776,12 @@ def test_primal_orthogonal_route_matches_oracle_at_every_step(kind, lam, alpha, 
     assert solver.n_orthogonal > 0
 
 
-# (lam, alpha, N, D): outside max(bound, float64's error) by the factor
+# (lam, alpha, N, D): outside max(bound, float64's error) by the factor. With the ridge
+# (alpha = 1e-9: 2.1x, 2.3x, 3.4x, 2,100x) the four cases pass since repeated rows are
+# merged on the short-window solver
 _GRADED_WIDE_KNOWN = {
     (1.0, 0.0, 12, 24): 1.7, (1.0, 0.0, 20, 21): 9.9, (0.9, 0.0, 12, 24): 1.3,
-    (0.9, 0.0, 20, 21): 3.6, (0.9, 1e-9, 12, 24): 2.1, (0.9, 1e-9, 20, 21): 2.3,
-    (1.0, 1e-9, 12, 24): 3.4, (1.0, 1e-9, 20, 21): 2.1e3,
+    (0.9, 0.0, 20, 21): 3.6,
 }
 
 

@@ -26,7 +26,7 @@ from .._docstrings import fill_doc
 from ._window import (
     OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate, moderate_squared, normalise_rows,
 )
-from ._kernels import GRAM_KAPPA_MAX, lstsq_stack, probes, solve_normal_stack
+from ._kernels import EPS, GRAM_KAPPA_MAX, lstsq_stack, probes, solve_normal_stack
 
 __all__ = ["BatchSolver"]
 
@@ -212,6 +212,12 @@ class BatchSolver:
                 band = _band(Zo, Zn, N)
             a, flagged = self._dual(_windows_from_band(band, s_w.shape[0], N), s_w, Y_w,
                                     before_stream, w)
+            js = np.flatnonzero(flagged)
+            if js.size:
+                # windows with repeated (parallel) rows: singular, but not once merged
+                a_m, ok = self._dual_merged(_windows_from_band(band, s_w.shape[0], N, js), rows_of,
+                                            win[js], s_w[js], Y_w[js], before_stream[js], w)
+                a[js[ok]], flagged[js[ok]] = a_m[ok], False
             # ŷ_j = s_j (k̂_j · â_j), k̂_j[i] = ⟨ẑ_new j, row i of window j⟩ = band[N+j, N−i]
             if predict:
                 Y_pred[:] = sn[:, None] * np.einsum("jn,jnc->jc", band[N : N + b, N:0:-1], a[:b])
@@ -309,6 +315,73 @@ class BatchSolver:
         if self.alpha == 0.0:
             kappa = kappa * _spread(w * s_w, s_w, ~dec)
         return a, ~(kappa <= GRAM_KAPPA_MAX)
+
+    def _dual_merged(self, K, rows, ids, s_w, Y_w, before_stream, w):
+        """The dual systems of windows (``K``: their unit rows' Gram matrices; ``rows(ix)``
+        the rows of an index array, ``ids`` the windows' row indices, shape ``(m, n)``)
+        with each group of parallel rows merged into one.
+
+        Rows ``σ_i s_i ẑ`` with one direction ``ẑ`` (``σ_i = ±1``) contribute
+        ``Σ w_i (σ_i s_i ẑ·β − y_i)² = Ω (ẑ·β − t)² + const``, ``Ω = Σ w_i s_i²``,
+        ``t = Σ w_i s_i σ_i y_i / Ω``: one row of weight ``Ω`` and target ``t`` has the same
+        (minimum-norm, or ridge) solution, and the window's Gram matrix loses the exact
+        singularity that sent it to the orthogonal route (repeated rows, a constant start).
+        Rows count as parallel when their rows, normalised here by one routine, differ
+        by at most ``min(8, max(n, D)/2)·eps`` (copies of one row stored by different
+        calls differ by a unit or two in the last place): the singular value such a
+        difference makes is below lstsq's cut-off, which would drop it too. Candidates
+        come from ``K̂_il ≥ 1 − 1e-8``, then the rows are compared. ``O(n² + pairs·D)`` a
+        window, on windows whose first solve failed only.
+
+        Returns ``(â, ok)``; ``ok`` false: no merge, or the merged system is still too
+        ill-conditioned (the orthogonal route).
+        """
+        m, n = s_w.shape
+        w = np.broadcast_to(w, (m, n))
+        live = ~before_stream & (s_w > 0) & (w > 0)
+        il = np.arange(n)
+        cand = (np.abs(K) >= 1.0 - 1e-8) & live[:, :, None] & live[:, None, :] & (il[:, None] < il[None, :])
+        jj, ii, ll = np.nonzero(cand)
+        sign = np.sign(K[jj, ii, ll])  # −1: opposite directions, ẑ_l = −ẑ_i
+        P, Q = rows(ids[jj, ii]), rows(ids[jj, ll])
+        D = P.shape[1]
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
+            P = P / np.linalg.norm(P, axis=1, keepdims=True)
+            Q = Q / np.linalg.norm(Q, axis=1, keepdims=True)
+            close = np.linalg.norm(P - sign[:, None] * Q, axis=1) <= min(8.0, max(n, D) / 2) * EPS
+        jj, ii, ll, sign = jj[close], ii[close], ll[close], sign[close]
+        merged = np.zeros(m, dtype=bool)
+        merged[jj] = True
+        if not merged.any():
+            return np.zeros((m, n, self.c)), merged
+        # rep[j, i]: the first row of i's group in window j (the smallest index linked)
+        # and sgn[j, i] = ±1: ẑ_i = sgn · ẑ_rep (signs multiply along a chain of links)
+        rep = np.broadcast_to(il, (m, n)).copy()
+        np.minimum.at(rep, (jj, ll), ii)
+        sgn = np.ones((m, n))
+        first = rep[jj, ll] == ii  # the link that set rep
+        sgn[jj[first], ll[first]] = sign[first]
+        while True:
+            nxt = np.take_along_axis(rep, rep, axis=1)
+            if np.array_equal(nxt, rep):
+                break
+            sgn = sgn * np.take_along_axis(sgn, rep, axis=1)
+            rep = nxt
+        jw = np.broadcast_to(np.arange(m)[:, None], (m, n))
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+            om = np.where(live, w * s_w * s_w, 0.0)  # w s²
+            Om = np.zeros((m, n))
+            np.add.at(Om, (jw, rep), om)
+            Wy = np.zeros((m, n, self.c))
+            np.add.at(Wy, (jw, rep), np.where(live, sgn * w * s_w, 0.0)[:, :, None] * Y_w)
+            head = live & (rep == il)
+            s2 = np.where(head, s_w, 0.0)
+            # one row of norm s_rep, weight Ω / s_rep², target t·s_rep
+            w2 = np.where(head, Om / np.where(head, s_w * s_w, 1.0), 0.0)
+            Y2 = np.where(head[:, :, None], Wy / np.where(head, Om, 1.0)[:, :, None] * s_w[:, :, None], 0.0)
+            finite = np.isfinite(w2).all(axis=1) & np.isfinite(Y2).all(axis=(1, 2))
+        a, flagged = self._dual(np.array(K), s2, Y2, ~head, w2)
+        return a, merged & finite & ~flagged
 
     def _primal(self, Ew, s_w, Y_w, w, sE, raw=False):
         """``D < N``: the weighted normal equations of every window (``Ew``: the windows'
@@ -430,6 +503,12 @@ class BatchSolver:
         bounded = False
         if self.dual:
             a = self._one_dual(w)
+            if a is None and buf.G is not None:
+                # repeated (parallel) rows: singular, but not once merged
+                live = buf.s > 0 if w is None else (buf.s > 0) & (w > 0)
+                a_m, ok = self._dual_merged(buf.G[None], buf.Zh.__getitem__, np.arange(N)[None], buf.s[None],
+                                            buf.Y[None], ~live[None], np.ones(N) if w is None else w)
+                a = a_m[0] if ok[0] else None
             sol = None if a is None else buf.Zh.T @ a  # β = Ẑᵀ â
             bounded = a is not None and dnrm2(a.ravel()) < 1e300
         else:
@@ -612,8 +691,9 @@ def _unit_band(band, sE, N):
     return np.divide(band, den, out=np.zeros_like(band), where=den > 0)
 
 
-def _windows_from_band(band, nwin, N):
-    """``K_j[i, l] = ⟨E[j+i], E[j+l]⟩`` for every window ``j``, from the band."""
+def _windows_from_band(band, nwin, N, js=None):
+    """``K_j[i, l] = ⟨E[j+i], E[j+l]⟩`` for every window ``j`` (or the windows ``js``),
+    from the band."""
     il = np.arange(N)
     # for l ≤ i it is band[j + i, i − l], the flat element j(N+1) + i(N+2) − l: a strided
     # view (N zeros in front keep the unused upper triangle's reads inside the buffer)
@@ -622,6 +702,8 @@ def _windows_from_band(band, nwin, N):
     V = np.lib.stride_tricks.as_strided(
         flat[N:], shape=(nwin, N, N), strides=((N + 1) * step, (N + 2) * step, -step), writeable=False
     )
+    if js is not None:
+        V = V[js]
     return np.where(il[None, :, None] >= il[None, None, :], V, V.transpose(0, 2, 1))
 
 
