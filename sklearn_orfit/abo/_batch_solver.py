@@ -504,10 +504,11 @@ class BatchSolver:
         if self.dual:
             a = self._one_dual(w)
             if a is None and buf.G is not None:
-                # repeated (parallel) rows: singular, but not once merged
-                live = buf.s > 0 if w is None else (buf.s > 0) & (w > 0)
+                # repeated (parallel) rows: singular, but not once merged (empty slots
+                # and zero rows carry w = 0 or s = 0: _dual_merged leaves them out)
                 a_m, ok = self._dual_merged(buf.G[None], buf.Zh.__getitem__, np.arange(N)[None], buf.s[None],
-                                            buf.Y[None], ~live[None], np.ones(N) if w is None else w)
+                                            buf.Y[None], np.zeros((1, N), dtype=bool),
+                                            np.ones(N) if w is None else w)
                 a = a_m[0] if ok[0] else None
             sol = None if a is None else buf.Zh.T @ a  # β = Ẑᵀ â
             bounded = a is not None and dnrm2(a.ravel()) < 1e300
