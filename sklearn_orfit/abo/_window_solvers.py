@@ -19,7 +19,8 @@ import numpy as np
 from scipy.linalg import qr, qr_delete, qr_insert
 
 from ._kernels import (
-    EPS, clear_of_cutoff, lstsq_cutoff, lstsq_stack, min_norm_solve, probes, ridge_from_factor,
+    EPS, clear_of_cutoff, lstsq_cutoff, lstsq_stack, min_norm_solve, probes, reducible_rows,
+    ridge_from_factor,
     triangular_solve,
 )
 from ._window import WindowBuffer, normalise_rows
@@ -394,11 +395,11 @@ class SlidingQR:
             # ÃᵀÃ = Q R Rᵀ Qᵀ, ÃᵀỸ = Q R Ỹ ⇒ β = Q lstsq([Rᵀ; √α I], [Ỹ; 0]); rows:
             # ÃᵀÃ = RᵀR, ÃᵀỸ = Rᵀ QᵀỸ ⇒ β = lstsq([R; √α I], [QᵀỸ; 0])
             if self.orientation == "columns":
-                c = ridge_from_factor(R.T, Yw, alpha)
+                c = ridge_from_factor(R.T, Yw, alpha, triangular="lower")
                 if c is not None:
                     return Q @ c
             else:
-                beta = ridge_from_factor(R, Q.T @ Yw, alpha)
+                beta = ridge_from_factor(R, Q.T @ Yw, alpha, triangular="upper")
                 if beta is not None:
                     return beta
         if alpha == 0.0 and R.shape[0] == R.shape[1] and clear_of_cutoff(
@@ -530,7 +531,7 @@ class SlidingR:
         D = self.D
         R, d = self.T[:, :D], self.T[:, D:]
         if alpha and not self.ridge_in_factor:
-            beta = ridge_from_factor(R, d, alpha)
+            beta = ridge_from_factor(R, d, alpha, triangular="upper")
             return lstsq_stack(R[None], d[None], alpha=alpha)[0][0] if beta is None else beta
         if clear_of_cutoff(R, n=self.n, D=D, ridge=self.ridge_in_factor):
             return triangular_solve(R, d)
@@ -770,11 +771,15 @@ class CoreBlockSolver:
         buf = self.buf
         sw = buf.sqrt_weights(self.lam)
         self.n_orthogonal += 1
-        if self.orientation == "rows" and buf.n <= self.D:
-            # from scratch: a window with no more rows than features (O(n·D²), n ≤ D, the
-            # fill of a tall window)
+        slots = buf.slots()
+        keep = reducible_rows((buf.s[slots] * sw)[None], (np.abs(buf.Y[slots]).max(axis=1) * sw)[None])
+        if keep is not None or (self.orientation == "rows" and buf.n <= self.D):
+            # from scratch: a window that reduces to its few non-negligible rows, or with
+            # no more rows than features (the fill of a tall window): O(k·D·min(k, D)) for
+            # k rows, no factors to slide
             Z, Y = buf.raw()
-            return lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha)[0][0]
+            return lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha,
+                               keep=keep)[0][0]
         self.orth_idle = 0
         if self.orth is None:
             Z, Y = buf.raw()
