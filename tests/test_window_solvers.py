@@ -614,11 +614,12 @@ def test_windows_of_rows_on_scales_apart_drop_their_negligible_rows(N, D, lam, a
     # a row as negligible only when √D times it is
     norms = np.array([[1.0, 1e-30, 1e-30, 0.0] + [1e-30] * 12])
     targets = np.array([[1.0, 1e-30, 5.0, 7.0] + [1e-30] * 12])
-    np.testing.assert_array_equal(np.flatnonzero(rule(norms, targets)), [0, 2])
-    assert rule(norms[:, :3], targets[:, :3]) is None
+    np.testing.assert_array_equal(np.flatnonzero(rule(norms, targets, D=16)), [0, 2])
+    assert rule(norms[:, :3], targets[:, :3], D=16) is None
+    assert rule(norms, targets, D=4) is None  # two rows kept, more than min(n, D)/4
     norms[0, 1] = 1e-18  # below eps/16 of the largest, not once 100 times it
-    np.testing.assert_array_equal(np.flatnonzero(rule(norms, targets)), [0, 2])
-    np.testing.assert_array_equal(np.flatnonzero(rule(norms, targets, slack=100.0)), [0, 1, 2])
+    np.testing.assert_array_equal(np.flatnonzero(rule(norms, targets, D=16)), [0, 2])
+    np.testing.assert_array_equal(np.flatnonzero(rule(norms, targets, D=16, slack=100.0)), [0, 1, 2])
 
 
 @pytest.mark.xfail(strict=True, reason=(

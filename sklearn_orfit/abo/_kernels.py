@@ -371,11 +371,11 @@ def min_norm_solve(A, B, *, n, D, alpha=0.0):
 
 
 #: a stack is solved on its windows' non-negligible rows when no window keeps more than
-#: this fraction of its rows (see :func:`reducible_rows`)
+#: this fraction of ``min(n, D)`` rows (see :func:`reducible_rows`)
 REDUCED_SHARE = 0.25
 
 
-def reducible_rows(norms, targets, *, slack=1.0):
+def reducible_rows(norms, targets, *, D, slack=1.0):
     """Which rows of each window of a stack are not negligible, when few are.
 
     A row ``ã_i`` of a window with ``‖ã_i‖ ≤ eps·max‖ã‖/n`` and targets
@@ -390,24 +390,34 @@ def reducible_rows(norms, targets, *, slack=1.0):
     norms : ndarray of shape (n_windows, n)
         The rows' norms ``‖ã_i‖``, or lower bounds ``u_i`` with ``‖ã_i‖ ≤ slack·u_i``
         and ``u_i ≤ ‖ã_i‖`` (e.g. ``max|ã_i|``, ``slack = √D``).
-    targets : ndarray of shape (n_windows, n)
-        ``max|ỹ_i|`` of each row.
+    targets : ndarray of shape (n_windows, n), or a callable returning it
+        ``max|ỹ_i|`` of each row (called only when the norms leave few rows).
     slack : float, default=1.0
+
+    D : int
+        The number of features.
 
     Returns
     -------
     keep : ndarray of shape (n_windows, n) of bool, or None
-        None when some window keeps more than :data:`REDUCED_SHARE` of its ``n`` rows
-        (or every row is zero).
+        None when some window keeps more than :data:`REDUCED_SHARE` times ``min(n, D)``
+        rows (or every row is zero): an SVD of ``k`` rows costs ``O(k·D·min(k, D))``,
+        less than a slide and an SVD of the window's factor (``O(N·D + min(N, D)³)``)
+        only for ``k`` well below ``min(n, D)``.
     """
     n = norms.shape[1]
     if not (norms.size and n):
         return None
-    with np.errstate(over="ignore"):
-        keep = (norms > 0) & ((slack * norms > EPS * norms.max(axis=1, keepdims=True) / n)
-                              | (targets > EPS * targets.max(axis=1, keepdims=True) / n))
+    cap = REDUCED_SHARE * min(n, D)
+    top = norms.max(axis=1, keepdims=True)
+    # (norms > 0 is implied where top > 0; a window of zero rows keeps none)
+    keep = norms > EPS * top / (n * slack)
+    if np.count_nonzero(keep) > cap and (norms.shape[0] == 1 or keep.sum(axis=1).max() > cap):
+        return None  # (the targets can only keep more rows: they are not read)
+    targets = targets() if callable(targets) else targets
+    keep |= (norms > 0) & (targets > EPS * targets.max(axis=1, keepdims=True) / n)
     m = int(keep.sum(axis=1).max())
-    return keep if 0 < m <= REDUCED_SHARE * n else None
+    return keep if 0 < m <= cap else None
 
 
 def lstsq_stack(A, Y, *, alpha=0.0, keep=None):
@@ -435,8 +445,8 @@ def lstsq_stack(A, Y, *, alpha=0.0, keep=None):
     """
     n, D = A.shape[1], A.shape[2]
     if keep is None and A.size:
-        keep = reducible_rows(np.abs(A).max(axis=2), np.abs(Y).max(axis=2, initial=0.0),
-                              slack=math.sqrt(D))
+        keep = reducible_rows(np.abs(A).max(axis=2), lambda: np.abs(Y).max(axis=2, initial=0.0),
+                              D=D, slack=math.sqrt(D))
     if keep is not None:
         # each window's non-negligible rows, first, padded with zero rows to the longest
         # (a zero row changes no solution), from their SVD; lstsq's cut-off stays the

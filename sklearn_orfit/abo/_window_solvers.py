@@ -772,7 +772,8 @@ class CoreBlockSolver:
         sw = buf.sqrt_weights(self.lam)
         self.n_orthogonal += 1
         slots = buf.slots()
-        keep = reducible_rows((buf.s[slots] * sw)[None], (np.abs(buf.Y[slots]).max(axis=1) * sw)[None])
+        keep = reducible_rows((buf.s[slots] * sw)[None], lambda: (np.abs(buf.Y[slots]).max(axis=1) * sw)[None],
+                              D=self.D)
         if keep is not None or (self.orientation == "rows" and buf.n <= self.D):
             # from scratch: a window that reduces to its few non-negligible rows, or with
             # no more rows than features (the fill of a tall window): O(k·D·min(k, D)) for
