@@ -126,3 +126,28 @@ def test_oracle_copy_matches_the_test_oracle(alpha, shape):
             ref, ref_kappa = window_lstsq(Z, y[:, None], t, **params)
             np.testing.assert_allclose(beta, ref[:, 0], rtol=1e-12, atol=1e-12)
             assert kappa == pytest.approx(ref_kappa, rel=1e-12)
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.1])
+def test_oracle_spread_of_a_point_outside_the_bound(alpha):
+    # a step outside the bound is solved by other exact LAPACK routes too: on an ordinary
+    # window they agree with the oracle far inside the bound, so the spread reported is
+    # theirs, not the error's; steps inside the bound report none
+    bench = load(SCRIPT, "bench_solver_sweep")
+    rng = np.random.default_rng(2)
+    Z, y = rng.normal(size=(40, 8)), rng.normal(size=40)
+    w = (rng.random(40) > 0.2).astype(float)
+    for sw in (None, w):
+        steps = [5, 20, 39]
+        pred = np.array([Z[t] @ bench.window_lstsq(Z, y, t, window_size=12, forgetting_factor=0.9, alpha=alpha,
+                                                   sample_weight=sw)[0] for t in range(40)])
+        exact = bench.oracle_error(Z, y, sw, pred, steps, N=12, lam=0.9, alpha=alpha)
+        assert exact["error"] < 1e-3 and "oracle_spread" not in exact
+        alt = bench.other_exact_predictions(Z, y, sw, 20, N=12, lam=0.9, alpha=alpha)
+        assert alt.shape == ((2,) if alpha else (3,))
+        np.testing.assert_allclose(alt, pred[20], rtol=1e-10)
+        wrong = pred.copy()
+        wrong[20] += 1e-3
+        off = bench.oracle_error(Z, y, sw, wrong, steps, N=12, lam=0.9, alpha=alpha)
+        assert off["error"] > 1 and off["error_step"] == 20
+        assert 0 <= off["oracle_spread"] < 1e-2

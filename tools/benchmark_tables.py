@@ -245,8 +245,11 @@ def solver_sweep(doc):
         lines.append(f"* exception, {e['count']}×: `{e['type']}: {message}` (first at "
                      f"{e['first']}; {', '.join(e['phases'])} phase)")
     for o in s["outside_bound_points"][:10]:
+        spread = o.get("oracle_spread")
+        spread = "" if spread is None else (f"; other exact LAPACK solvers {num(spread, '.3g')} "
+                                            "units from the oracle at that step")
         lines.append(f"* outside the bound: {o['settings']}, error {num(o['error'], '.3g')} at "
-                     f"step {o['step']} (κ {num(o['kappa'], '.2g')})")
+                     f"step {o['step']} (κ {num(o['kappa'], '.2g')}{spread})")
     if len(s["outside_bound_points"]) > 10:
         lines.append(f"* … and {len(s['outside_bound_points']) - 10} more outside the bound")
     pruned = sorted({(p["N"], p["D"]) for p in res["pruned"]})
