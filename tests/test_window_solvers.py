@@ -569,7 +569,7 @@ def test_ridge_from_a_triangular_factor(k, triangular):
 
 @pytest.mark.parametrize("alpha", [0.0, 1e-6])
 @pytest.mark.parametrize("lam", [1.0, 0.9])
-@pytest.mark.parametrize("N, D", [(120, 32), (48, 48), (40, 80)])
+@pytest.mark.parametrize("N, D", [(120, 32), (48, 48), (40, 80), (20, 64), (24, 8)])
 def test_windows_of_rows_on_scales_apart_drop_their_negligible_rows(N, D, lam, alpha, monkeypatch):
     # rows in blocks of 7 on scales 10^k, k in [-100, 100]: a window's rows far below its
     # largest ones (rows and targets below eps/n of the largest) are a perturbation under
@@ -577,18 +577,19 @@ def test_windows_of_rows_on_scales_apart_drop_their_negligible_rows(N, D, lam, a
     # such windows on their few remaining rows. Against the oracle at every step, each
     # step's error relative to its own scale ‖z‖·‖β‖ (not the stream's largest)
     from sklearn_orfit import QREWRLSRegressor, prequential_predict
-    from sklearn_orfit.abo import _kernels, _window_solvers
+    from sklearn_orfit.abo import _batch_solver, _kernels, _window_solvers
 
     reduced = []
-    rule = _kernels.reducible_rows
+    rule = _kernels.few_rows
 
     def counted(*args, **kwargs):
-        keep = rule(*args, **kwargs)
-        reduced.append(keep is not None)
-        return keep
+        keep, few = rule(*args, **kwargs)
+        reduced.append(bool(few.any()))
+        return keep, few
 
-    monkeypatch.setattr(_kernels, "reducible_rows", counted)
-    monkeypatch.setattr(_window_solvers, "reducible_rows", counted)
+    monkeypatch.setattr(_kernels, "few_rows", counted)
+    monkeypatch.setattr(_window_solvers, "few_rows", counted)
+    monkeypatch.setattr(_batch_solver, "few_rows", counted)
     T = 4 * N
     rng = np.random.default_rng(N + D)
     Z = rng.normal(size=(T, D))
@@ -609,17 +610,26 @@ def test_windows_of_rows_on_scales_apart_drop_their_negligible_rows(N, D, lam, a
             err = abs(pred[t] - Z[t] @ beta[:, 0])
             assert err <= 100 * EPS * kappa * step_scale, f"step {t}: {err:.3e} (κ = {kappa:.2e})"
     # the rule: rows and targets both below eps/n of the largest are left out, the others
-    # kept, zero rows dropped whatever their target; windows with more than a quarter of
-    # their rows left keep them all (None); a bound within √D of the norm (max |ã|) counts
-    # a row as negligible only when √D times it is
+    # kept, zero rows dropped whatever their target; windows with more than ``cap`` rows
+    # left keep them all (None); a bound within √D of the norm (max |ã|) counts a row as
+    # negligible only when √D times it is
     norms = np.array([[1.0, 1e-30, 1e-30, 0.0] + [1e-30] * 12])
     targets = np.array([[1.0, 1e-30, 5.0, 7.0] + [1e-30] * 12])
-    np.testing.assert_array_equal(np.flatnonzero(rule(norms, targets, D=16)), [0, 2])
-    assert rule(norms[:, :3], targets[:, :3], D=16) is None
-    assert rule(norms, targets, D=4) is None  # two rows kept, more than min(n, D)/4
+    keep, few = rule(norms, targets, cap=4)
+    np.testing.assert_array_equal(np.flatnonzero(keep), [0, 2])
+    assert few.tolist() == [True]
+    assert rule(norms, targets, cap=1)[0] is None  # two rows kept
     norms[0, 1] = 1e-18  # below eps/16 of the largest, not once 100 times it
-    np.testing.assert_array_equal(np.flatnonzero(rule(norms, targets, D=16)), [0, 2])
-    np.testing.assert_array_equal(np.flatnonzero(rule(norms, targets, D=16, slack=100.0)), [0, 1, 2])
+    np.testing.assert_array_equal(np.flatnonzero(rule(norms, targets, cap=4)[0]), [0, 2])
+    np.testing.assert_array_equal(np.flatnonzero(rule(norms, targets, cap=4, slack=100.0)[0]), [0, 1, 2])
+    assert rule(np.zeros((1, 5)), np.ones((1, 5)), cap=4)[0] is None  # zero rows only: none kept
+    # several windows decide each for itself; the targets are read only when some
+    # window may have few rows
+    both = np.vstack([norms, np.ones((1, 16))])
+    keep, few = rule(both, np.vstack([targets, np.ones((1, 16))]), cap=4)
+    assert few.tolist() == [True, False] and keep[1].all()
+    keep, few = rule(np.ones((2, 16)), lambda: pytest.fail("targets read"), cap=4)
+    assert keep is None and not few.any()
 
 
 @pytest.mark.xfail(strict=True, reason=(

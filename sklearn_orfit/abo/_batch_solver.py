@@ -26,7 +26,9 @@ from .._docstrings import fill_doc
 from ._window import (
     OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate, moderate_squared, normalise_rows,
 )
-from ._kernels import EPS, GRAM_KAPPA_MAX, lstsq_stack, probes, solve_normal_stack
+from ._kernels import (
+    EPS, GRAM_KAPPA_MAX, REDUCED_SHARE_SCRATCH, few_rows, lstsq_stack, probes, solve_normal_stack,
+)
 
 __all__ = ["BatchSolver"]
 
@@ -272,8 +274,22 @@ class BatchSolver:
         if idx.size:
             # the orthogonal route: QR + SVD of each flagged window, in chunks
             for chunk in np.array_split(idx, max(1, idx.size // 64)):
-                A = rows_of(win[chunk]) * self.sw[:, None]
-                bts = lstsq_stack(A, YE[win[chunk]] * self.sw[None, :, None], alpha=self.alpha)[0]
+                W = win[chunk]
+                # windows with few non-negligible rows: those rows alone are gathered
+                keep, few = few_rows(s_w[chunk] * self.sw, lambda: np.abs(Y_w[chunk]).max(axis=2) * self.sw,
+                                     cap=REDUCED_SHARE_SCRATCH * N)
+                bts = np.empty((chunk.size, self.D, self.c))
+                if few.any():
+                    kf = keep[few]
+                    order = np.argsort(~kf, axis=1, kind="stable")[:, : int(kf.sum(axis=1).max())]
+                    real = np.take_along_axis(kf, order, axis=1)
+                    rows = np.take_along_axis(W[few], order, axis=1)
+                    swk = (self.sw[order] * real)[:, :, None]
+                    bts[few] = lstsq_stack(rows_of(rows) * swk, YE[rows] * swk, alpha=self.alpha, keep=real,
+                                           n_rows=N)[0]
+                if not few.all():
+                    bts[~few] = lstsq_stack(rows_of(W[~few]) * self.sw[:, None], YE[W[~few]] * self.sw[None, :, None],
+                                            alpha=self.alpha, reduce=False)[0]
                 pred = chunk < b
                 if predict and pred.any():
                     Y_pred[chunk[pred]] = np.einsum("jd,jdc->jc", pred_rows(chunk[pred]), bts[pred])

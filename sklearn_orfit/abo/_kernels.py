@@ -16,8 +16,8 @@
   ridge);
 * :func:`min_norm_solve` — the minimum-norm (or ridge) least-squares solution of one
   factor with lstsq's cut-off, from its SVD;
-* :func:`reducible_rows` — the rows of a window that are not negligible (rows and
-  targets below ``eps/n`` of the largest are a perturbation under rounding), when few are;
+* :func:`few_rows` — the rows of a window that are not negligible (rows and targets
+  below ``eps/n`` of the largest are a perturbation under rounding), and whether few are;
 * :func:`lstsq_stack` — the orthogonal route from scratch (QR, then an SVD of the small
   triangular factor; an SVD of the non-negligible rows alone when few are);
 * :func:`solve_shifted` — a ridge with forgetting: the shifted systems ``(P + δΣ) x = b``
@@ -40,7 +40,7 @@ __all__ = [
     "min_norm_solve",
     "pinv_factors",
     "probes",
-    "reducible_rows",
+    "few_rows",
     "solve_normal_stack",
     "solve_shifted",
     "solve_stack",
@@ -370,13 +370,19 @@ def min_norm_solve(A, B, *, n, D, alpha=0.0):
     return Vt.T @ (f[:, None] * (U.T @ B))
 
 
-#: a stack is solved on its windows' non-negligible rows when no window keeps more than
-#: this fraction of ``min(n, D)`` rows (see :func:`reducible_rows`)
+#: the orthogonal route of a block solver solves a window on its non-negligible rows when
+#: at most this fraction of ``min(n, D)`` remain: the alternative is a slide of its
+#: factors and perhaps an SVD of them (``O(N·D + min(N, D)³)``), and an SVD of ``k``
+#: rows (``O(k·D·min(k, D))``) is cheaper only for ``k`` well below ``min(n, D)``
 REDUCED_SHARE = 0.25
+#: :func:`lstsq_stack` does when at most this fraction of the ``n`` rows remain: the
+#: alternative is the same factorisation of all ``n`` rows
+REDUCED_SHARE_SCRATCH = 0.5
 
 
-def reducible_rows(norms, targets, *, D, slack=1.0):
-    """Which rows of each window of a stack are not negligible, when few are.
+def few_rows(norms, targets, *, cap, slack=1.0):
+    """Which rows of each window of a stack are not negligible, and which windows have
+    few of them.
 
     A row ``ã_i`` of a window with ``‖ã_i‖ ≤ eps·max‖ã‖/n`` and targets
     ``max|ỹ_i| ≤ eps·max|ỹ|/n`` is negligible: together such rows perturb ``[Ã Ỹ]`` by
@@ -391,36 +397,39 @@ def reducible_rows(norms, targets, *, D, slack=1.0):
         The rows' norms ``‖ã_i‖``, or lower bounds ``u_i`` with ``‖ã_i‖ ≤ slack·u_i``
         and ``u_i ≤ ‖ã_i‖`` (e.g. ``max|ã_i|``, ``slack = √D``).
     targets : ndarray of shape (n_windows, n), or a callable returning it
-        ``max|ỹ_i|`` of each row (called only when the norms leave few rows).
+        ``max|ỹ_i|`` of each row (called only when the norms leave some window few
+        rows).
+    cap : float
+        The most rows a window may keep to count as having few (see
+        :data:`REDUCED_SHARE` and :data:`REDUCED_SHARE_SCRATCH`).
     slack : float, default=1.0
-
-    D : int
-        The number of features.
 
     Returns
     -------
     keep : ndarray of shape (n_windows, n) of bool, or None
-        None when some window keeps more than :data:`REDUCED_SHARE` times ``min(n, D)``
-        rows (or every row is zero): an SVD of ``k`` rows costs ``O(k·D·min(k, D))``,
-        less than a slide and an SVD of the window's factor (``O(N·D + min(N, D)³)``)
-        only for ``k`` well below ``min(n, D)``.
+        The rows that are not negligible (None when no window has few).
+    few : ndarray of shape (n_windows,) of bool
+        Windows that keep between 1 and ``cap`` rows.
     """
-    n = norms.shape[1]
+    n_windows, n = norms.shape
+    none = (None, np.zeros(n_windows, dtype=bool))
     if not (norms.size and n):
-        return None
-    cap = REDUCED_SHARE * min(n, D)
-    top = norms.max(axis=1, keepdims=True)
-    # (norms > 0 is implied where top > 0; a window of zero rows keeps none)
-    keep = norms > EPS * top / (n * slack)
-    if np.count_nonzero(keep) > cap and (norms.shape[0] == 1 or keep.sum(axis=1).max() > cap):
-        return None  # (the targets can only keep more rows: they are not read)
-    targets = targets() if callable(targets) else targets
-    keep |= (norms > 0) & (targets > EPS * targets.max(axis=1, keepdims=True) / n)
-    m = int(keep.sum(axis=1).max())
-    return keep if 0 < m <= cap else None
+        return none
+    keep = _large(norms, n * slack)
+    if keep.sum(axis=1).min() > cap:
+        return none  # (the targets can only keep more rows: they are not read)
+    keep |= (norms > 0) & _large(targets() if callable(targets) else targets, n)
+    count = keep.sum(axis=1)
+    few = (count > 0) & (count <= cap)
+    return (keep if few.any() else None), few
 
 
-def lstsq_stack(A, Y, *, alpha=0.0, keep=None):
+def _large(v, n):
+    """``v > eps·max(v)/n`` along each window (a window of zeros: nothing is large)."""
+    return v > EPS * v.max(axis=1, keepdims=True) / n
+
+
+def lstsq_stack(A, Y, *, alpha=0.0, keep=None, n_rows=None, reduce=True):
     """Minimum-norm (ridge when ``alpha > 0``) least squares on a stack, orthogonally.
 
     Parameters
@@ -433,7 +442,13 @@ def lstsq_stack(A, Y, *, alpha=0.0, keep=None):
         Ridge penalty.
 
     keep : ndarray of shape (n_windows, n) of bool, default=None
-        :func:`reducible_rows` of the stack, if the caller has it (else computed here).
+        The rows each window is solved on (:func:`few_rows`), if the caller has them;
+        the others must be negligible.
+    n_rows : int, default=None
+        With ``keep``: the number of rows of the windows ``A`` was taken from, whose
+        lstsq cut-off applies (default ``n``).
+    reduce : bool, default=True
+        Without ``keep``: solve windows with few non-negligible rows on those alone.
 
     Returns
     -------
@@ -444,20 +459,25 @@ def lstsq_stack(A, Y, *, alpha=0.0, keep=None):
         :func:`_ridge_qr`; None too for windows solved on their non-negligible rows).
     """
     n, D = A.shape[1], A.shape[2]
-    if keep is None and A.size:
-        keep = reducible_rows(np.abs(A).max(axis=2), lambda: np.abs(Y).max(axis=2, initial=0.0),
-                              D=D, slack=math.sqrt(D))
     if keep is not None:
-        # each window's non-negligible rows, first, padded with zero rows to the longest
-        # (a zero row changes no solution), from their SVD; lstsq's cut-off stays the
-        # n-row window's
-        m = int(keep.sum(axis=1).max())
-        order = np.argsort(~keep, axis=1, kind="stable")[:, :m]
-        real = np.take_along_axis(keep, order, axis=1)[:, :, None]
-        U, s, Vt = svd(np.take_along_axis(A, order[:, :, None], axis=1) * real)
-        f = pinv_factors(s, alpha=alpha, n=n, D=D)
-        Yk = np.take_along_axis(Y, order[:, :, None], axis=1) * real
-        return np.swapaxes(Vt, 1, 2) @ (f[:, :, None] * (np.swapaxes(U, 1, 2) @ Yk)), None
+        return _reduced_solve(A, Y, keep, alpha=alpha, n=n if n_rows is None else n_rows), None
+    if reduce and A.size:
+        # each window on its non-negligible rows when at most REDUCED_SHARE_SCRATCH of
+        # them remain (max|ã_i| is within √D of ‖ã_i‖)
+        keep, few = few_rows(np.abs(A).max(axis=2), lambda: np.abs(Y).max(axis=2, initial=0.0),
+                             cap=REDUCED_SHARE_SCRATCH * n, slack=math.sqrt(D))
+        if few.any():
+            beta = np.empty((A.shape[0], D, Y.shape[2]))
+            beta[few] = _reduced_solve(A[few], Y[few], keep[few], alpha=alpha, n=n)
+            if not few.all():
+                beta[~few] = _lstsq_all_rows(A[~few], Y[~few], alpha=alpha)[0]
+            return beta, None
+    return _lstsq_all_rows(A, Y, alpha=alpha)
+
+
+def _lstsq_all_rows(A, Y, *, alpha):
+    """:func:`lstsq_stack` on every row of each window."""
+    n, D = A.shape[1], A.shape[2]
     # a few windows (the orthogonal route's, one at a time): no SVD; a large stack (the
     # short-window route's calls) keeps numpy's batched SVD, which loops in C where the
     # triangular solves and condition estimates below would loop in Python (measured:
@@ -481,6 +501,20 @@ def lstsq_stack(A, Y, *, alpha=0.0, keep=None):
     f = pinv_factors(s, alpha=alpha, n=n, D=D)
     beta = V @ (f[:, :, None] * (np.swapaxes(U, 1, 2) @ Y))
     return beta, s
+
+
+def _reduced_solve(A, Y, keep, *, alpha, n):
+    """:func:`lstsq_stack` of windows on their rows ``keep`` alone: those rows first,
+    padded with zero rows to the longest (a zero row changes no solution), from their
+    SVD; lstsq's cut-off stays the ``n``-row window's."""
+    D = A.shape[2]
+    m = int(keep.sum(axis=1).max())
+    order = np.argsort(~keep, axis=1, kind="stable")[:, :m]
+    real = np.take_along_axis(keep, order, axis=1)[:, :, None]
+    U, s, Vt = svd(np.take_along_axis(A, order[:, :, None], axis=1) * real)
+    f = pinv_factors(s, alpha=alpha, n=n, D=D)
+    Yk = np.take_along_axis(Y, order[:, :, None], axis=1) * real
+    return np.swapaxes(Vt, 1, 2) @ (f[:, :, None] * (np.swapaxes(U, 1, 2) @ Yk))
 
 
 #: stacks of at most this many windows take :func:`_ridge_qr` in :func:`lstsq_stack`

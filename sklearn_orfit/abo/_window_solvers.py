@@ -19,8 +19,8 @@ import numpy as np
 from scipy.linalg import qr, qr_delete, qr_insert
 
 from ._kernels import (
-    EPS, clear_of_cutoff, lstsq_cutoff, lstsq_stack, min_norm_solve, probes, reducible_rows,
-    ridge_from_factor,
+    EPS, REDUCED_SHARE, clear_of_cutoff, few_rows, lstsq_cutoff, lstsq_stack, min_norm_solve,
+    probes, ridge_from_factor,
     triangular_solve,
 )
 from ._window import WindowBuffer, normalise_rows
@@ -772,8 +772,8 @@ class CoreBlockSolver:
         sw = buf.sqrt_weights(self.lam)
         self.n_orthogonal += 1
         slots = buf.slots()
-        keep = reducible_rows((buf.s[slots] * sw)[None], lambda: (np.abs(buf.Y[slots]).max(axis=1) * sw)[None],
-                              D=self.D)
+        keep, _ = few_rows((buf.s[slots] * sw)[None], lambda: (np.abs(buf.Y[slots]).max(axis=1) * sw)[None],
+                           cap=REDUCED_SHARE * min(buf.n, self.D))
         if keep is not None or (self.orientation == "rows" and buf.n <= self.D):
             # from scratch: a window that reduces to its few non-negligible rows, or with
             # no more rows than features (the fill of a tall window): O(k·D·min(k, D)) for
