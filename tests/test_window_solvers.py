@@ -387,7 +387,7 @@ def test_givens_at_the_interpolation_threshold_stays_within_its_bound(seed, D, l
 
 @pytest.mark.parametrize("orientation, D", [("columns", 15), ("rows", 4)])
 def test_sliding_qr_with_a_ridge_factorises_the_augmented_window(orientation, D):
-    # invariant: Q R = [Ãᵀ; √α E] (columns; E the ring slots) or [Ã; √α I] (rows), and the
+    # invariant: Q R = [√α E; Ãᵀ] (columns; E the ring slots) or [√α I; Ã] (rows), and the
     # minimum-norm solution of the augmented window is the ridge solution
     N, T, alpha = 8, 60, 1e-3
     rows, y = stream("low_rank", T, D, seed=11)
@@ -400,9 +400,9 @@ def test_sliding_qr_with_a_ridge_factorises_the_augmented_window(orientation, D)
         if orientation == "columns":
             E = np.zeros((N, N))
             E[slots, np.arange(N)] = np.sqrt(alpha)
-            M = np.vstack([A.T, E])
+            M = np.vstack([E, A.T])
         else:
-            M = np.vstack([A, np.sqrt(alpha) * np.eye(D)])
+            M = np.vstack([np.sqrt(alpha) * np.eye(D), A])
         np.testing.assert_allclose(qr.Q.T @ qr.Q, np.eye(qr.Q.shape[1]), atol=1e-12)
         np.testing.assert_allclose(qr.Q @ qr.R, M, atol=1e-12)
         Yw = y[at : at + N, None]
@@ -632,18 +632,40 @@ def test_windows_of_rows_on_scales_apart_drop_their_negligible_rows(N, D, lam, a
     assert keep is None and not few.any()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known defect (issue 23, open): with a ridge far above the rows (rows of norm 1e-89, "
-    "alpha = 1e-6) the dual route's predictions are within the bound relative to the "
-    "stream's scale but off by up to 92 % of their own size"))
-def test_dual_ridge_far_above_the_rows_relative_to_each_prediction():
+@pytest.mark.parametrize("scale", [1.0, 1e-89, 1e89])
+def test_ridge_far_above_or_below_the_rows_relative_to_each_prediction(scale):
+    # a ridge far above the rows (rows of norm 1e-89, α = 1e-6: β ≈ Ãᵀỹ/α) or far below
+    # them; each prediction against the oracle relative to its own size. With the ridge
+    # rows placed after the window's in the augmented factors, Householder's reflectors
+    # cancelled the small rows against themselves: 0.4-92 % of each prediction lost (dual
+    # route), 67 % (tall factors with Q), all of β (the triangular factor alone)
     rng = np.random.default_rng(0)
-    Z, y = rng.normal(size=(6, 80)) * 1e-89, rng.normal(size=6) * 1e-89
+    Z, y = rng.normal(size=(6, 80)) * scale, rng.normal(size=6) * scale
     solver = DualSolver(window_size=40, n_features=80, n_targets=1, forgetting_factor=1.0, alpha=1e-6)
     pred = solver.update(Z, y[:, None], predict=True)[:, 0]
     for t in range(1, 6):
         beta, kappa = window_lstsq(Z, y[:, None], t, window_size=40, forgetting_factor=1.0, alpha=1e-6)
         assert abs(pred[t] - Z[t] @ beta[:, 0]) <= 100 * EPS * kappa * abs(Z[t] @ beta[:, 0])
+    # the tall window's factors, fresh and slid
+    A, Y = rng.normal(size=(30, 20)) * scale, rng.normal(size=(31, 1)) * scale
+    A = np.vstack([A, rng.normal(size=(1, 20)) * scale])
+    z = rng.normal(size=20) * scale
+
+    def exact(rows, targets):
+        b = np.linalg.solve(rows.T @ rows + 1e-6 * np.eye(20), rows.T @ targets)
+        return z @ b[:, 0], np.linalg.cond(np.vstack([rows, 1e-3 * np.eye(20)]))
+
+    qr_rows = SlidingQR(A[:30], orientation="rows", window_size=40, alpha=1e-6)
+    tri = SlidingR(A[:30], Y[:30], alpha=1e-6)
+    for got in (z @ qr_rows.solve(Y[:30], alpha=1e-6)[:, 0], z @ tri.solve(alpha=1e-6)[:, 0]):
+        want, kappa = exact(A[:30], Y[:30])
+        assert abs(got - want) <= 100 * EPS * kappa * abs(want)
+    assert qr_rows.slide(A[30], sqrt_lam=1.0, drop=True)
+    want, kappa = exact(A[1:], Y[1:])
+    assert abs(z @ qr_rows.solve(Y[1:], alpha=1e-6)[:, 0] - want) <= 100 * EPS * kappa * abs(want)
+    tri.slide(A[30], Y[30], sqrt_lam=1.0)  # (grows the window: no row leaves)
+    want, kappa = exact(A, Y)
+    assert abs(z @ tri.solve(alpha=1e-6)[:, 0] - want) <= 100 * EPS * kappa * abs(want)
 
 
 @pytest.mark.parametrize("lam", [1.0, 0.95])

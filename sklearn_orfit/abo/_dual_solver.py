@@ -310,7 +310,10 @@ class DualSolver(CoreBlockSolver):
         # Σ_{p,q ∈ I} k̂_pq² for every window from the prefix sums of KP² (no gather)
         top = int(hi.max(initial=0))
         F = np.zeros((top + 1, top + 1))
-        F[1:, 1:] = np.cumsum(np.cumsum(blk.KP[:top, :top] ** 2, axis=0), axis=1)
+        with np.errstate(over="ignore"):
+            # (a ridge shift beyond 1e154, rows far below √α, overflows: κ = inf sends
+            # those windows to the orthogonal route)
+            F[1:, 1:] = np.cumsum(np.cumsum(blk.KP[:top, :top] ** 2, axis=0), axis=1)
         for sel, idx, valid in self._windows(lo, hi):
             a_, b_ = lo[sel], hi[sel]
             kp2 = F[b_, b_] - F[a_, b_] - F[b_, a_] + F[a_, a_]
