@@ -105,8 +105,9 @@ def _held(estimator):
 #: it; loading a pickle of another layout is refused (:func:`check_state_format`) rather
 #: than migrated: a state is only ever read by the layout that wrote it. 2: the
 #: sliding-window baselines keep their rows in a RingBuffer. 3: StreamForecaster learns
-#: one-step forecasts in blocks (its ``chunk_size``).
-STATE_FORMAT = 3
+#: one-step forecasts in blocks (its ``chunk_size``). 4: the window solvers' orthogonal
+#: factors of a ridge-augmented window hold the ridge rows first.
+STATE_FORMAT = 4
 _FORMAT_KEY = "_sklearn_orfit_state_format"
 
 
