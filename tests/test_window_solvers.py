@@ -513,16 +513,18 @@ def test_solve_shifted_solves_every_shift_of_the_block():
     assert not ok[0] and not ok[-1] and ok[3]
 
 
+@pytest.mark.parametrize("scale", [1.0, 1e-89])
 @pytest.mark.parametrize("n, D", [(40, 15), (15, 40), (30, 30)])
-def test_ridge_from_scratch_by_qr_of_the_augmented_window(n, D):
+def test_ridge_from_scratch_by_qr_of_the_augmented_window(n, D, scale):
     # a ridge on the orthogonal route from scratch: one QR of the augmented window and a
     # triangular solve, no SVD; within rounding of the ridge normal equations solved in
     # the SVD basis, in both orientations; a ridge below rounding against ‖Ã‖ takes the
     # SVD route (its factor would be singular)
     from sklearn_orfit.abo import _kernels as K
 
+    # (scale 1e-89: rows far below √α, which the ridge rows placed first keep accurate)
     rng = np.random.default_rng(n * D)
-    A, Y = rng.normal(size=(3, n, D)), rng.normal(size=(3, n, 2))
+    A, Y = rng.normal(size=(3, n, D)) * scale, rng.normal(size=(3, n, 2)) * scale
     for alpha in (1e-8, 1e-2, 10.0):
         beta, s = K.lstsq_stack(A, Y, alpha=alpha)
         assert s is None  # the QR route
@@ -538,20 +540,23 @@ def test_ridge_from_scratch_by_qr_of_the_augmented_window(n, D):
     assert s is not None and np.isfinite(beta).all()
 
 
+@pytest.mark.parametrize("scale", [1.0, 1e-89])
 @pytest.mark.parametrize("k", [1, 7, 40, 130])
 @pytest.mark.parametrize("triangular", ["upper", "lower"])
-def test_ridge_from_a_triangular_factor(k, triangular):
+def test_ridge_from_a_triangular_factor(k, triangular, scale):
     # a ridge taken at solve time from a window's square triangular factor (the orthogonal
     # route with forgetting): the QR of the triangle on √α I, against the SVD of the
     # augmented matrix; graded factors, several targets, garbage outside the triangle
     # ignored; a ridge below rounding against ‖F‖ reported (None), not returned
     from sklearn_orfit.abo import _kernels as K
 
+    # (scale 1e-89: the ridge far above the factor; with the ridge rows after the
+    # factor's, Householder's reflectors cancelled its rows against themselves)
     rng = np.random.default_rng(k)
-    T = np.triu(rng.normal(size=(k, k))) * np.logspace(0, -6, k)
+    T = np.triu(rng.normal(size=(k, k))) * np.logspace(0, -6, k) * scale
     if triangular == "lower":
         T = T[::-1, ::-1]  # lower triangular
-    B = rng.normal(size=(k, 3))
+    B = rng.normal(size=(k, 3)) * scale
     junk = rng.normal(size=(k, k)) * (np.tril(np.ones((k, k)), -1) if triangular == "upper"
                                         else np.triu(np.ones((k, k)), 1))
     for alpha in (1e-10, 1e-4, 10.0):
@@ -562,7 +567,7 @@ def test_ridge_from_a_triangular_factor(k, triangular):
         np.testing.assert_allclose(got, exact, rtol=0, atol=100 * K.EPS * kappa * np.abs(exact).max())
         general = K.ridge_from_factor(T, B, alpha)  # the dense QR agrees
         np.testing.assert_allclose(got, general, rtol=0, atol=100 * K.EPS * kappa * np.abs(exact).max())
-    singular = T.copy()
+    singular = T.copy() / scale
     singular[:, k // 2] = 0.0  # a zero column: R₂ has √α on its diagonal, below rounding
     assert k == 1 or K.ridge_from_factor(singular * 1e200, B, 1e-300, triangular=triangular) is None
 

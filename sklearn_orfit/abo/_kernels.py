@@ -524,8 +524,8 @@ _RIDGE_QR_WINDOWS = 4
 def _ridge_qr(A, Y, alpha):
     """The ridge solution of a stack by a QR factorisation of the augmented windows.
 
-    ``[Ã; √α I]`` (``n ≥ D``) or ``[Ãᵀ; √α I]`` (``n < D``, the minimum-norm solution of
-    ``[Ã, √α I] [β; γ] = Ỹ``) has full column rank: its triangular factor ``R`` is
+    ``[√α I; Ã]`` (``n ≥ D``) or ``[√α I; Ãᵀ]`` (``n < D``, the minimum-norm solution of
+    ``[√α I, Ã] [γ; β] = Ỹ``) has full column rank: its triangular factor ``R`` is
     invertible and one triangular solve gives ``β`` — backward stable, as the SVD route,
     with no SVD (``O((n + D)·min(n, D)²)``, a fraction of the SVD's cost). Returns None
     when LAPACK's estimate finds some ``R`` too close to singular for that
@@ -533,16 +533,17 @@ def _ridge_qr(A, Y, alpha):
     """
     k, n, D = A.shape
     if n >= D:
-        # [Ã Ỹ; √α I 0] = Q [R Ỹ₂; 0 ·]  =>  β = R⁻¹ Ỹ₂
+        # [√α I 0; Ã Ỹ] = Q [R Ỹ₂; 0 ·]  =>  β = R⁻¹ Ỹ₂
         beta = [ridge_from_factor(Aj, Yj, alpha) for Aj, Yj in zip(A, Y)]
         return None if any(b is None for b in beta) else np.stack(beta)
     root = np.sqrt(alpha)
-    M = np.concatenate([np.swapaxes(A, 1, 2), np.broadcast_to(root * np.eye(n), (k, n, n))], axis=1)
+    # the ridge rows first (see ridge_from_factor)
+    M = np.concatenate([np.broadcast_to(root * np.eye(n), (k, n, n)), np.swapaxes(A, 1, 2)], axis=1)
     Q, R = np.linalg.qr(M)
     if not all(_safely_invertible(Rj) for Rj in R):
         return None
-    # [Ã, √α I] = Rᵀ Qᵀ  =>  [β; γ] = Q R⁻ᵀ Ỹ,  β = Q[:D] R⁻ᵀ Ỹ
-    return np.stack([Qj[:D] @ triangular_solve(Rj, Yj, trans=True)
+    # [√α I, Ã] = Rᵀ Qᵀ  =>  [γ; β] = Q R⁻ᵀ Ỹ,  β = Q[n:] R⁻ᵀ Ỹ
+    return np.stack([Qj[n:] @ triangular_solve(Rj, Yj, trans=True)
                      for Rj, Qj, Yj in zip(R, Q, Y)])
 
 
@@ -559,7 +560,7 @@ def ridge_from_factor(F, B, alpha, *, triangular=None):
     ``m ≥ k`` rows, or a square factor of any structure): the ridge solution
     ``(FᵀF + αI)⁻¹ FᵀB`` without forming ``FᵀF``.
 
-    ``[F B; √α I 0] = Q [R₂ B₂; 0 ·]`` by one Householder QR (LAPACK ``dgeqrf``, ``Q`` not
+    ``[√α I 0; F B] = Q [R₂ B₂; 0 ·]`` by one Householder QR (LAPACK ``dgeqrf``, ``Q`` not
     formed) and ``β = R₂⁻¹ B₂``: ``O((m + k)·k²)``, backward stable. A square triangular
     ``F`` (``triangular="upper"`` or ``"lower"``: a window's factor) takes LAPACK
     ``dtpqrt``, the QR of a triangle stacked on a triangle, which touches no zero of
@@ -573,20 +574,23 @@ def ridge_from_factor(F, B, alpha, *, triangular=None):
         beta = ridge_from_factor(F[::-1, ::-1], B[::-1], alpha, triangular="upper")
         return None if beta is None else beta[::-1]
     m, k = F.shape
+    # the ridge rows first: each Householder reflector then maps its column onto a ridge
+    # row, and rows of F far below √α are not cancelled against themselves (measured:
+    # F of norm 1e-89, α = 1e-6, the ridge rows last: β all lost)
     if triangular == "upper":
-        # [R; √α I] = Q [R₂; 0] (dtpqrt reads R's upper triangle only), B₂ = the first k
-        # rows of Qᵀ [B; 0] (dtpmqrt)
-        root = np.sqrt(alpha) * np.eye(k)
-        R2, V, T, info = lapack.dtpqrt(k, min(k, _TPQRT_BLOCK), np.asarray(F, order="F"), root)
+        # [√α I; R] = Q [R₂; 0] (dtpqrt: a triangle on a triangle, R read in its upper
+        # triangle only), B₂ = the first k rows of Qᵀ [0; B] (dtpmqrt)
+        R2, V, T, info = lapack.dtpqrt(k, min(k, _TPQRT_BLOCK), np.sqrt(alpha) * np.eye(k, order="F"),
+                                       np.asarray(F, order="F"))
         if info != 0:
             return None
-        B2 = lapack.dtpmqrt(k, V, T, np.array(B, dtype=float, order="F"), np.zeros(B.shape, order="F"),
+        B2 = lapack.dtpmqrt(k, V, T, np.zeros(B.shape, order="F"), np.array(B, dtype=float, order="F"),
                             trans="T")[0]
         R2 = np.triu(R2)
     else:
-        M = np.zeros((m + k, k + B.shape[1]))
-        M[:m, :k], M[:m, k:] = F, B
-        M[np.arange(m, m + k), np.arange(k)] = np.sqrt(alpha)
+        M = np.zeros((k + m, k + B.shape[1]))
+        M[np.arange(k), np.arange(k)] = np.sqrt(alpha)
+        M[k:, :k], M[k:, k:] = F, B
         H = lapack.dgeqrf(M)[0]
         R2, B2 = np.triu(H[:k, :k]), H[:k, k:]
     if not _safely_invertible(R2):
