@@ -244,17 +244,22 @@ class _DataCache:
 
 
 # ---------------------------------------------------------------------- the oracle
-def window_lstsq(Z, y, t, *, window_size, forgetting_factor, alpha, sample_weight=None):
-    """The weighted window's least-squares (ridge) solution on rows ``< t`` from scratch,
-    and the condition number of that problem (the test suite's oracle, copied)."""
+def weighted_window(Z, y, t, *, window_size, forgetting_factor, sample_weight=None):
+    """``(W½Z, W½y)`` of the window of rows ``< t`` (weights ``λ^age`` times the sample
+    weight)."""
     lo = max(0, t - window_size)
-    A, B = Z[lo:t], y[lo:t]
     if sample_weight is None:
         sw = np.sqrt(forgetting_factor) ** np.arange(t - lo - 1, -1, -1)
     else:
         sw = np.sqrt(forgetting_factor ** np.arange(t - lo - 1, -1, -1) * sample_weight[lo:t])
-    A = A * sw[:, None]
-    B = B * sw
+    return Z[lo:t] * sw[:, None], y[lo:t] * sw
+
+
+def window_lstsq(Z, y, t, *, window_size, forgetting_factor, alpha, sample_weight=None):
+    """The weighted window's least-squares (ridge) solution on rows ``< t`` from scratch,
+    and the condition number of that problem (the test suite's oracle, copied)."""
+    A, B = weighted_window(Z, y, t, window_size=window_size, forgetting_factor=forgetting_factor,
+                           sample_weight=sample_weight)
     if A.shape[0] == 0:
         return np.zeros(Z.shape[1]), 1.0
     if alpha:
@@ -324,11 +329,7 @@ def other_exact_predictions(Z, y, w, t, *, N, lam, alpha):
     and by ``gesdd`` (lstsq's cut-off, or the ridge factors), and ``gelss``."""
     import scipy.linalg
 
-    lo = max(0, t - N)
-    sw = np.sqrt(lam) ** np.arange(t - lo - 1, -1, -1)
-    if w is not None:
-        sw = np.sqrt(lam ** np.arange(t - lo - 1, -1, -1) * w[lo:t])
-    A, b = Z[lo:t] * sw[:, None], y[lo:t] * sw
+    A, b = weighted_window(Z, y, t, window_size=N, forgetting_factor=lam, sample_weight=w)
     preds = []
     for driver in ("gesvd", "gesdd"):
         U, s, Vt = scipy.linalg.svd(A, full_matrices=False, lapack_driver=driver)

@@ -27,7 +27,8 @@ from ._window import (
     OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate, moderate_squared, normalise_rows,
 )
 from ._kernels import (
-    EPS, GRAM_KAPPA_MAX, REDUCED_SHARE_SCRATCH, few_rows, lstsq_stack, probes, solve_normal_stack,
+    EPS, GRAM_KAPPA_MAX, REDUCED_SHARE_SCRATCH, few_rows, lstsq_stack, packed_rows, probes,
+    solve_normal_stack,
 )
 
 __all__ = ["BatchSolver"]
@@ -280,9 +281,7 @@ class BatchSolver:
                                      cap=REDUCED_SHARE_SCRATCH * N)
                 bts = np.empty((chunk.size, self.D, self.c))
                 if few.any():
-                    kf = keep[few]
-                    order = np.argsort(~kf, axis=1, kind="stable")[:, : int(kf.sum(axis=1).max())]
-                    real = np.take_along_axis(kf, order, axis=1)
+                    order, real = packed_rows(keep[few])
                     rows = np.take_along_axis(W[few], order, axis=1)
                     swk = (self.sw[order] * real)[:, :, None]
                     bts[few] = lstsq_stack(rows_of(rows) * swk, YE[rows] * swk, alpha=self.alpha, keep=real,

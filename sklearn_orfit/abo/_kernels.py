@@ -41,6 +41,7 @@ __all__ = [
     "pinv_factors",
     "probes",
     "few_rows",
+    "packed_rows",
     "solve_normal_stack",
     "solve_shifted",
     "solve_stack",
@@ -424,6 +425,14 @@ def few_rows(norms, targets, *, cap, slack=1.0):
     return (keep if few.any() else None), few
 
 
+def packed_rows(keep):
+    """Each window's kept rows first: ``order`` of shape ``(n_windows, m)`` (``m`` the
+    most rows a window keeps; row positions, kept rows in their order) and ``real``
+    (which of those positions are kept rows, the rest padding)."""
+    order = np.argsort(~keep, axis=1, kind="stable")[:, : int(keep.sum(axis=1).max())]
+    return order, np.take_along_axis(keep, order, axis=1)
+
+
 def _large(v, n):
     """``v > eps·max(v)/n`` along each window (a window of zeros: nothing is large)."""
     return v > EPS * v.max(axis=1, keepdims=True) / n
@@ -508,9 +517,8 @@ def _reduced_solve(A, Y, keep, *, alpha, n):
     padded with zero rows to the longest (a zero row changes no solution), from their
     SVD; lstsq's cut-off stays the ``n``-row window's."""
     D = A.shape[2]
-    m = int(keep.sum(axis=1).max())
-    order = np.argsort(~keep, axis=1, kind="stable")[:, :m]
-    real = np.take_along_axis(keep, order, axis=1)[:, :, None]
+    order, real = packed_rows(keep)
+    real = real[:, :, None]
     U, s, Vt = svd(np.take_along_axis(A, order[:, :, None], axis=1) * real)
     f = pinv_factors(s, alpha=alpha, n=n, D=D)
     Yk = np.take_along_axis(Y, order[:, :, None], axis=1) * real
