@@ -936,3 +936,82 @@ def test_wide_graded_duplicated_windows_match_oracle_at_every_step(lam, alpha, N
     Z, y = graded_stream("mixed_duplicated", 160, D)
     reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam, alpha=alpha)
     assert_exact_or_as_lstsq(prequential_predict(reg, Z, y), Z, y, N, lam, alpha)
+
+
+@pytest.mark.parametrize("kind, alpha, stays", [
+    *[(kind, 0.1, True) for kind in ("generic", "zero_rows", "duplicated", "graded")],
+    *[(kind, 1e-6, None) for kind in ("generic", "zero_rows", "duplicated", "graded")],
+    ("generic", 1e-12, False), ("low_rank", 1e-6, False),
+])
+def test_ridge_with_forgetting_keeps_a_tall_window_on_the_dual_route(kind, alpha, stays):
+    # D < N ≤ 2D, a ridge with forgetting whose primal blocks would be 4 rows long (λ =
+    # 0.9, D > 64): the dual route holds the whole window (n > D rows), its windows of
+    # more rows than features factorised by rows when they go to the orthogonal route;
+    # a ridge too small for the window sends most full windows there (n − D null
+    # directions): the stream then leaves the dual route for the usual ones
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+    from sklearn_orfit.abo._qr_ewrls import DualThenPrimal
+
+    N, D, T, lam = 80, 70, 260, 0.9
+    Z, y = stream(kind, T, D, seed=21)
+    reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam, alpha=alpha)
+    parts = [prequential_predict(reg, Z[:50], y[:50])]
+    assert isinstance(reg._solver, DualThenPrimal) and reg._solver.dual_only
+    parts += [prequential_predict(reg, Z[a : a + 37], y[a : a + 37]) for a in range(50, T - 6, 37)]
+    done = 50 + 37 * (len(parts) - 1)
+    parts += [prequential_predict(reg, Z[i : i + 1], y[i : i + 1]) for i in range(done, T)]
+    solver = reg._solver
+    assert stays is None or solver.dual_only == stays
+    assert reg.n_window_ == N
+    if solver.dual_only:
+        assert isinstance(solver.inner, DualSolver) and not solver.primal
+        orth = solver.inner.orth
+        if orth is not None:  # a window of N > D rows on the orthogonal route: a D×D factor
+            assert orth.orientation == "rows" and orth.R.shape == (D, D)
+    else:
+        assert isinstance(solver.inner, PrimalSolver) and solver.primal
+    assert_oracle(np.concatenate(parts), Z, y, N, lam, alpha)
+
+
+def test_dual_orthogonal_factors_of_a_window_past_d_rows_are_by_rows():
+    # every window of a tiny ridge on rank-3 rows goes to the orthogonal route: by columns
+    # while the window has at most D rows, by rows (a square D×D factor, solved by a
+    # triangular solve or its ridge, not an SVD of a D×n factor) once it has more
+    N, D, T, lam, alpha = 60, 40, 160, 0.9, 1e-9
+    Z, y = stream("low_rank", T, D, seed=12)
+    solver = DualSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
+    p = [solver.update(Z[:D], y[:D, None], predict=True)[:, 0]]
+    assert solver.n_orthogonal > 0 and solver.orth.orientation == "columns"
+    p.append(solver.update(Z[D:], y[D:, None], predict=True)[:, 0])
+    assert solver.n_orthogonal > T // 2
+    assert solver.orth.orientation == "rows" and solver.orth.R.shape == (D, D)
+    assert_oracle(np.concatenate(p), Z, y, N, lam, alpha)
+
+
+@pytest.mark.parametrize("alpha", [1e-12, 0.1])  # leaves the dual route mid-call / stays
+def test_dual_only_route_undoes_a_call_and_pickles_exactly(alpha):
+    import copy
+    import pickle
+
+    from _state import assert_same_state
+    from sklearn_orfit.abo._qr_ewrls import DualThenPrimal
+
+    N, D, lam = 80, 70, 0.9
+    Z, y = stream("generic", 400, D, seed=3)
+    make = lambda: DualThenPrimal(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)  # noqa: E731
+    solver, ref = make(), make()
+    assert solver.dual_only
+    for s in (solver, ref):
+        s.update(Z[:90], y[:90, None], predict=True)
+    before = copy.deepcopy(solver)
+    for n_rows in [1, 17, 150]:  # the last one watches several stretches
+        record = solver.checkpoint(n_rows)
+        solver.update(Z[90 : 90 + n_rows], y[90 : 90 + n_rows, None], predict=True)
+        solver.restore(record)
+        assert_same_state(solver, before)
+    # pickled mid-stream and continued: as never stopped
+    solver = pickle.loads(pickle.dumps(solver))
+    p = [s.update(Z[90:400], y[90:400, None], predict=True) for s in (solver, ref)]
+    assert np.array_equal(p[0], p[1])
+    assert solver.dual_only == (alpha == 0.1)
+    assert_same_state(solver, ref)

@@ -106,8 +106,10 @@ def _held(estimator):
 #: than migrated: a state is only ever read by the layout that wrote it. 2: the
 #: sliding-window baselines keep their rows in a RingBuffer. 3: StreamForecaster learns
 #: one-step forecasts in blocks (its ``chunk_size``). 4: the window solvers' orthogonal
-#: factors of a ridge-augmented window hold the ridge rows first.
-STATE_FORMAT = 4
+#: factors of a ridge-augmented window hold the ridge rows first. 5: a ridge with
+#: forgetting may keep a tall window on the dual route (``dual_only``), whose orthogonal
+#: factors of a window of more rows than features are then by rows.
+STATE_FORMAT = 5
 _FORMAT_KEY = "_sklearn_orfit_state_format"
 
 

@@ -40,7 +40,7 @@ from ._window_solvers import (
     forgetting_block_size, weight_block_size,
 )
 
-__all__ = ["DualSolver", "default_block_size"]
+__all__ = ["DualSolver", "default_block_size", "direct_block_size", "iteration_block_size"]
 
 _EPS = np.finfo(np.float64).eps
 # a ridge shift α/s² above this decouples the row: its influence is below rounding
@@ -67,6 +67,29 @@ def default_block_size(window_size):
     """``b ≈ 0.64 N^¾``: minimises the core's ``N³/(3b)`` plus the periphery's ``⅔ b³``
     flops a row."""
     return int(min(window_size, max(8, round(0.64 * window_size**0.75))))
+
+
+def iteration_block_size(window_size, forgetting_factor, alpha):
+    """:func:`default_block_size`, shortened for a ridge with forgetting so that the
+    shifts of a block stay within :data:`~._window_solvers.SHIFT_SPREAD` (the iteration
+    against the block's factor)."""
+    b = default_block_size(window_size)
+    if alpha > 0 and forgetting_factor < 1.0:
+        b = min(b, forgetting_block_size(forgetting_factor))
+    return b
+
+
+def direct_block_size(window_size, n_rows, *, forgetting_factor, alpha, iteration_block):
+    """The length of a block of windows that solve their own matrices ``P + δΣ`` (a ridge
+    with forgetting), starting from a window of ``n_rows`` rows; 0 when the block iterates
+    instead (see :meth:`DualSolver._direct_block_size`)."""
+    if not (alpha > 0 and forgetting_factor < 1.0):
+        return 0
+    b = min(default_block_size(window_size), weight_block_size(forgetting_factor))
+    if b <= iteration_block or n_rows + b > max(DIRECT_SHIFT_MAX_N,
+                                               DIRECT_SHIFT_ROWS_TIMES_BLOCK // iteration_block):
+        return 0
+    return b
 
 
 def _probe_values(n, offset):
@@ -244,9 +267,7 @@ class DualSolver(CoreBlockSolver):
 
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size=None):
         if block_size is None:
-            block_size = default_block_size(window_size)
-            if alpha > 0 and forgetting_factor < 1.0:
-                block_size = min(block_size, forgetting_block_size(forgetting_factor))
+            block_size = iteration_block_size(window_size, forgetting_factor, alpha)
         super().__init__(
             window_size=window_size, n_features=n_features, n_targets=n_targets,
             forgetting_factor=forgetting_factor, alpha=alpha, block_size=block_size, gram=True,
@@ -278,12 +299,8 @@ class DualSolver(CoreBlockSolver):
         ``P + δΣ`` is formed and solved instead (``O(n³)`` a window, no iteration), in
         blocks of the usual length (:func:`default_block_size`).
         """
-        if not (self.alpha > 0 and self.lam < 1.0):
-            return 0
-        b = min(default_block_size(self.N), weight_block_size(self.lam))
-        if b <= self.b or self.buf.n + b > max(DIRECT_SHIFT_MAX_N, DIRECT_SHIFT_ROWS_TIMES_BLOCK // self.b):
-            return 0
-        return b
+        return direct_block_size(self.N, self.buf.n, forgetting_factor=self.lam, alpha=self.alpha,
+                                 iteration_block=self.b)
 
     def _shift(self, slots, by_norm=False):
         """Ridge shifts ``α/s²`` of rows given by slot (or by norm), without forgetting

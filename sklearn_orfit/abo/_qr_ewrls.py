@@ -14,10 +14,10 @@ from sklearn.utils.validation import check_is_fitted
 from .._compat import Interval, StrOptions
 from .._docstrings import fill_doc
 from ._batch_solver import BatchSolver
-from ._dual_solver import DualSolver
+from ._dual_solver import DualSolver, direct_block_size, iteration_block_size
 from ._givens import GivensSolver
 from ._kernels import lstsq_cutoff
-from ._primal_solver import PrimalSolver
+from ._primal_solver import PrimalSolver, direct_shifts, primal_block_size
 from .._streaming._base import (
     LinearPredictMixin,
     OneRowLearnMixin,
@@ -75,7 +75,10 @@ class QREWRLSRegressor(
             (the fill phase, or a window of many zero weights), the primal route while
             it has more — a Cholesky factor of the weighted normal equations of those
             rows (their Gram matrix carried from block to block), and Woodbury's
-            identity for the others.
+            identity for the others. With a ridge and forgetting, a window of at most
+            160 rows whose primal blocks the ridge would cut short (``D > 64``) stays on
+            the dual route (its matrix is positive definite whatever the rows), until a
+            stretch of its windows goes mostly to the orthogonal route.
 
           Zero rows and zero-weight rows carry nothing and are decoupled (they keep
           their window slot). A ridge together with forgetting does not scale with the
@@ -365,6 +368,43 @@ def make_solver(est, *, n_features, n_targets):
     return DualThenPrimal(**params)
 
 
+#: Largest window a ridge with forgetting keeps on the dual route for good
+#: (:func:`ridge_stays_dual`): its ``O(N³)`` direct solve of each window against the
+#: primal route's iteration (``D > 64``, blocks of 4 rows at ``λ = 0.9``). Measured (one
+#: BLAS thread, µs an update after the fill, λ = 0.9, α = 0.1, primal → dual): N = 100,
+#: D = 70 / 80 / 99: 370 → 182, 390 → 185, 425 → 192; N = 150, D = 100: 435 → 334;
+#: N = 160, D = 90: 431 → 392; N = 200, D = 150 / 100: 562 → 519, 407 → 572; N = 230,
+#: D = 160: 452 → 633.
+DUAL_ONLY_MAX_N = 160
+
+#: A tall window kept on the dual route (:func:`ridge_stays_dual`) leaves it for good when
+#: more than half of the full windows of a stretch of rows go to the orthogonal route; the
+#: first stretch is this many rows long (measured: N = 80 and 100, D = 70 and 80, λ = 0.9, α = 1e-12, Gaussian rows: 2
+#: of 200 windows orthogonal on the primal route, 212 and 222 on the dual one, 1.4× the
+#: time).
+DUAL_ONLY_WATCH = 16
+
+
+def ridge_stays_dual(*, window_size, n_features, forgetting_factor, alpha, **_):
+    """Whether a ridge with forgetting keeps a tall window (``D < N ≤ 2D``) on the dual
+    route for good.
+
+    With a ridge the dual system is positive definite whatever the rows, so the dual route
+    can hold windows of more rows than features. It is taken where the primal route would
+    iterate in blocks cut short by the shift spread (``D`` too large for its direct
+    solves, :func:`~._primal_solver.direct_shifts`) while the dual route solves each full
+    window directly (:func:`~._dual_solver.direct_block_size`), for windows of at most
+    :data:`DUAL_ONLY_MAX_N` rows.
+    """
+    N, D, lam = window_size, n_features, forgetting_factor
+    if (not (alpha > 0 and lam < 1.0 and N <= min(2 * D, DUAL_ONLY_MAX_N))
+            or direct_shifts(N, D, lam, alpha)):
+        return False
+    cut_short = primal_block_size(N, D, lam, alpha) < primal_block_size(N, D, lam, 0.0)
+    return cut_short and direct_block_size(
+        N, N, forgetting_factor=lam, alpha=alpha, iteration_block=iteration_block_size(N, lam, alpha)) > 0
+
+
 class DualThenPrimal:
     """``D < N``: the dual route while the window holds at most ``D`` non-zero rows, the
     primal route while it holds more.
@@ -399,6 +439,11 @@ class DualThenPrimal:
         # invariant: keys[i] = row_keys of the window's row i (oldest first), or None
         # when rows are counted by their norms alone (a ridge: no rank deficiency)
         self.keys = None if params["alpha"] else np.zeros(0, dtype=np.uint64)
+        # a ridge with forgetting whose dual route is the faster: no switch (see there)
+        self.dual_only = ridge_stays_dual(**params)
+        # full windows learned in the stretch watched, those of them sent to the orthogonal
+        # route, and the stretch's length (see _update_dual_only)
+        self.watch = (0, 0, DUAL_ONLY_WATCH)
 
     def _dual(self):
         if self.dual_params["window_size"] <= SHORT_WINDOW:
@@ -434,6 +479,8 @@ class DualThenPrimal:
     def update(self, Z, Y, *, predict, inert=None):
         D = self.params["n_features"]
         N, N_dual = self.params["window_size"], self.dual_params["window_size"]
+        if self.dual_only:
+            return self._update_dual_only(Z, Y, predict=predict, inert=inert)
         parts, a = [], 0
         new_keys = None if self.keys is None else row_keys(Z)
         while a < Z.shape[0]:
@@ -465,6 +512,38 @@ class DualThenPrimal:
                 a += k
             if a < Z.shape[0]:
                 self._switch()
+        if not predict:
+            return None
+        return np.concatenate(parts) if parts else np.zeros((0, self.params["n_targets"]))
+
+    def _update_dual_only(self, Z, Y, *, predict, inert):
+        """The dual route for good while its full windows stay off the orthogonal route.
+
+        A stretch of full windows of which more than half go to the orthogonal route
+        means a ridge too small for the window (its ``n − D`` null directions leave the
+        dual matrix conditioned like ``‖Ã‖²/α``), which the primal route solves on its
+        fast route: the rest of the stream then takes the usual routes. The stretches
+        watched are :data:`DUAL_ONLY_WATCH` rows long, twice as long after each that
+        passes (up to ``4N``): the rows of a call are learned in pieces that end where a
+        stretch does (the fill of the window in one piece).
+        """
+        N, parts, a = self.params["window_size"], [], 0
+        while a < Z.shape[0] and self.dual_only:
+            full, orth, stretch = self.watch
+            fill = max(0, N - self.inner.buf.n)  # rows before the window is full
+            b = min(Z.shape[0], a + fill + stretch - full)
+            orth_before = self.inner.n_orthogonal
+            parts.append(update_rows(self.inner, Z[a:b], Y[a:b], predict=predict,
+                                     inert=inert_rows(inert, a, b)))
+            full += max(0, b - a - fill)
+            orth += self.inner.n_orthogonal - orth_before
+            if full >= stretch:
+                self.dual_only = 2 * orth <= full
+                full, orth, stretch = 0, 0, min(2 * stretch, max(DUAL_ONLY_WATCH, 4 * N))
+            self.watch = (full, orth, stretch)
+            a = b
+        if a < Z.shape[0]:
+            parts.append(self.update(Z[a:], Y[a:], predict=predict, inert=inert_rows(inert, a, Z.shape[0])))
         if not predict:
             return None
         return np.concatenate(parts) if parts else np.zeros((0, self.params["n_targets"]))

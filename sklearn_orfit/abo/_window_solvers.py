@@ -474,6 +474,8 @@ class SlidingR:
     solution is taken from ``T`` at solve time: ``lstsq([R; √α I], [d; 0])``, ``O(D³)``.
     """
 
+    orientation = "rows"  # (the factor of the window's rows, as SlidingQR's "rows")
+
     def __init__(self, A, Yw, *, alpha=0.0, forgetting_factor=1.0):
         self.D = A.shape[1]
         self.root_alpha = float(np.sqrt(alpha))
@@ -775,6 +777,16 @@ class CoreBlockSolver:
             valid = idx < hi[sel, None]
             yield sel, np.where(valid, idx, 0), valid
 
+    def _orth_orientation(self):
+        """The orientation of the orthogonal factors for the current window: the route's
+        own, except that a window of more rows than features is factorised by rows when
+        there is a ridge (the dual route's windows of ``n > D`` rows, which only a ridge
+        allows): its triangular factor is then square, ``D×D`` (by columns it would be
+        ``D×n``, solved by an SVD)."""
+        if self.orientation == "columns" and self.alpha > 0 and self.buf.n > self.D:
+            return "rows"
+        return self.orientation
+
     def _orthogonal_beta(self):
         """``β`` of the current window on the orthogonal route: :class:`SlidingR` for a
         window of at least ``2D`` rows (its rows' leverages average at most 1/2, so
@@ -785,7 +797,10 @@ class CoreBlockSolver:
         slots = buf.slots()
         keep, _ = few_rows((buf.s[slots] * sw)[None], lambda: (np.abs(buf.Y[slots]).max(axis=1) * sw)[None],
                            cap=REDUCED_SHARE * min(buf.n, self.D))
-        if keep is not None or (self.orientation == "rows" and buf.n <= self.D):
+        orientation = self._orth_orientation()
+        if self.orth is not None and self.orth.orientation != orientation:
+            self.orth = None  # the window grew past D rows: factorised anew, by rows
+        if keep is not None or (orientation == "rows" and buf.n <= self.D):
             # from scratch: a window that reduces to its few non-negligible rows, or with
             # no more rows than features (the fill of a tall window): O(k·D·min(k, D)) for
             # k rows, no factors to slide
@@ -795,14 +810,14 @@ class CoreBlockSolver:
         self.orth_idle = 0
         if self.orth is None:
             Z, Y = buf.raw()
-            if self.orientation == "rows" and self.N >= 2 * self.D:
+            if orientation == "rows" and self.N >= 2 * self.D:
                 self.orth = SlidingR(Z * sw[:, None], Y * sw[:, None], alpha=self.alpha,
                                      forgetting_factor=self.lam)
             else:
                 # with forgetting the ridge rows would age with the rest: the factors
                 # hold the rows alone and the ridge is taken at solve time
                 self.orth = SlidingQR(
-                    Z * sw[:, None], orientation=self.orientation, window_size=self.N,
+                    Z * sw[:, None], orientation=orientation, window_size=self.N,
                     alpha=self.alpha if self.lam == 1 else 0.0, slots=buf.slots(),
                 )
         if isinstance(self.orth, SlidingR):
@@ -834,7 +849,7 @@ class CoreBlockSolver:
                 z, sqrt_lam=sqrt_lam, drop=drop, slot=(self.buf.pos - 1) % self.N)
         if ok:
             return
-        if self.orientation == "rows" and self.buf.n <= self.D:
+        if self.orth.orientation == "rows" and self.buf.n <= self.D:
             self.orth = None  # too few rows for tall factors: from scratch when needed
             return
         Z, Y = self.buf.raw()
