@@ -42,12 +42,20 @@ def block_streams(draw):
     """Streams for the block routes (windows longer than the short-window batches) at the
     transitions: ``D = N − 1, N, N + 1``, the fill phase (streams shorter than two
     windows), weights that switch the effective regime mid-window (zero weights, zero
-    rows), duplicated rows, a ridge with forgetting."""
-    N = draw(st.integers(33, 48))
-    D = N + draw(st.sampled_from([-1, 0, 1, -N + 2, -N // 2, N // 2]))
+    rows), duplicated rows, a ridge with forgetting (also on a tall window that it keeps on
+    the dual route)."""
+    if draw(st.integers(0, 4)):
+        N = draw(st.integers(33, 48))
+        D = N + draw(st.sampled_from([-1, 0, 1, -N + 2, -N // 2, N // 2]))
+        lam = draw(st.sampled_from([1.0, 0.999, 0.97, 0.9]))
+        alpha = draw(st.sampled_from([0.0, 1e-6, 1e-2, 1.0]))
+    else:
+        # a ridge with forgetting that keeps a tall window on the dual route (D > 64)
+        N = draw(st.integers(66, 90))
+        D = draw(st.integers(65, N - 1))
+        lam = 0.9
+        alpha = draw(st.sampled_from([1e-6, 1e-2, 1.0]))
     n = draw(st.integers(N // 2, 3 * N))
-    lam = draw(st.sampled_from([1.0, 0.999, 0.97, 0.9]))
-    alpha = draw(st.sampled_from([0.0, 1e-6, 1e-2, 1.0]))
     kind = draw(st.sampled_from(["generic", "zero_weights", "zero_rows", "duplicates"]))
     seed = draw(st.integers(0, 2**32 - 1))
     rng = np.random.default_rng(seed)
