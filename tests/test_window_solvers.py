@@ -1015,3 +1015,43 @@ def test_dual_only_route_undoes_a_call_and_pickles_exactly(alpha):
     assert np.array_equal(p[0], p[1])
     assert solver.dual_only == (alpha == 0.1)
     assert_same_state(solver, ref)
+
+
+@pytest.mark.parametrize("L, N", [(7, 7), (30, 7), (31, 7), (64, 16), (100, 33)])
+def test_window_sums_equal_each_windows_own_sums(L, N):
+    from sklearn_orfit.abo._batch_solver import _window_sums
+
+    rng = np.random.default_rng(L + N)
+    E, Y = rng.normal(size=(L, 3)) * 10.0 ** rng.integers(-3, 4, size=(L, 1)), rng.normal(size=(L, 2))
+    E[::5] = 0.0
+    S, R = _window_sums(E, Y, N)
+    assert S.shape == (L - N + 1, 3, 3) and R.shape == (L - N + 1, 3, 2)
+    for j in range(L - N + 1):
+        W, V = E[j : j + N], Y[j : j + N]
+        scale = np.abs(W).T @ np.abs(W)
+        np.testing.assert_allclose(S[j], W.T @ W, rtol=0, atol=4 * N * EPS * scale.max())
+        np.testing.assert_allclose(R[j], W.T @ V, rtol=0, atol=4 * N * EPS * (np.abs(W).T @ np.abs(V)).max())
+
+
+@pytest.mark.parametrize("N, D, alpha", [(500, 2, 0.0), (500, 2, 0.1), (700, 7, 0.0), (700, 7, 1e-6)])
+@pytest.mark.parametrize("kind", ["generic", "duplicated", "zero_rows", "graded"])
+def test_long_windows_of_few_features_summed_by_blocks_match_the_oracle(N, D, alpha, kind, monkeypatch):
+    # λ = 1, N ≥ 64·D: the short-window solver sums each window's normal equations by
+    # blocks of N rows (O(D²) a window); calls of 250 rows, then one row at a time
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+    from sklearn_orfit.abo import _batch_solver
+
+    used = []
+    sums = _batch_solver._window_sums
+    monkeypatch.setattr(_batch_solver, "_window_sums", lambda *a: used.append(1) or sums(*a))
+    T = N + 400
+    Z, y = stream(kind, T, D, seed=N + D)
+    if kind == "graded":  # moderate norms (the sums' route): 10^±6 across the stream
+        Z, y = Z, y * np.logspace(-6, 6, T)
+    reg = QREWRLSRegressor(window_size=N, alpha=alpha)
+    calls = [prequential_predict(reg, Z[a : a + 250], y[a : a + 250]) for a in range(0, T - 20, 250)]
+    done = 250 * len(calls)
+    calls += [prequential_predict(reg, Z[i : i + 1], y[i : i + 1]) for i in range(done, T)]
+    assert isinstance(reg._solver, _batch_solver.BatchSolver)
+    assert N >= _batch_solver._SUMS_ROWS_PER_FEATURE * D and used  # the route under test
+    assert_oracle(np.concatenate(calls), Z, y, N, 1.0, alpha)

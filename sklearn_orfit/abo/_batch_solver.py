@@ -232,7 +232,8 @@ class BatchSolver:
             K_last = _gram_of_window(band, N + b, N)
         else:
             # D < N ≤ 32: the stacked rows are small; window j is a strided view of them
-            Ew = np.swapaxes(_windows(np.concatenate([Zo, Zn]), N), 1, 2)
+            E = np.concatenate([Zo, Zn])
+            Ew = np.swapaxes(_windows(E, N), 1, 2)
             # the route of each window by its effective window: one with at most D rows
             # that carry anything (the fill phase, zero-weight rows) has singular normal
             # equations (with a small ridge, conditioned like 1/α): its dual system
@@ -241,7 +242,10 @@ class BatchSolver:
             c = np.concatenate([[0], np.cumsum(sE > 0)])
             few = c[N:] - c[:-N] <= self.D
             if not few.any():
-                betas, flagged = self._primal(Ew, s_w, Y_w, w, sE, raw=raw)
+                # (without forgetting, the windows' sums from the call's rows as given)
+                rows = (None if self.lam != 1.0 or N < _SUMS_ROWS_PER_FEATURE * self.D
+                        else E if raw else E * sE[:, None])
+                betas, flagged = self._primal(Ew, s_w, Y_w, w, sE, raw=raw, rows=(rows, YE))
             else:
                 betas = np.empty((b + 1, self.D, self.c))
                 flagged = np.empty(b + 1, dtype=bool)
@@ -398,12 +402,25 @@ class BatchSolver:
         a, flagged = self._dual(np.array(K), s2, Y2, ~head, w2)
         return a, merged & finite & ~flagged
 
-    def _primal(self, Ew, s_w, Y_w, w, sE, raw=False):
+    def _primal(self, Ew, s_w, Y_w, w, sE, raw=False, rows=(None, None)):
         """``D < N``: the weighted normal equations of every window (``Ew``: the windows'
         unit rows, shape ``(b+1, D, N)``, or with ``raw`` their rows as given, whose norms
-        and weights the caller has checked are moderate; ``sE``: the norms of all the rows)."""
+        and weights the caller has checked are moderate; ``sE``: the norms of all the rows).
+        ``rows``: the rows as given of the whole stack ``E`` and their targets, when every
+        weight is 1 (``λ = 1``): the windows' sums are then taken from them
+        (:func:`_window_sums`, ``O(D²)`` a window, not ``O(N·D²)``)."""
         unscaled = raw or self._primal_unscaled(moderate(sE, _PRIMAL_RANGE))
-        if unscaled:
+        if unscaled and rows[0] is not None:
+            # S_j = Σ_{i ∈ window j} z_i z_iᵀ (+ αI), rhs_j = Σ z_i y_iᵀ
+            with np.errstate(over="ignore", invalid="ignore"):  # a huge target: caught below
+                S, rhs = _window_sums(rows[0], rows[1], self.N)
+            if self.alpha:
+                d = np.arange(self.D)
+                S[:, d, d] += self.alpha
+            bad = None
+            if not (np.isfinite(S).all() and np.isfinite(rhs).all()):
+                bad = ~(np.isfinite(S).all(axis=(1, 2)) & np.isfinite(rhs).all(axis=(1, 2)))
+        elif unscaled:
             # norms and weights in a moderate range (the common case): ω = w s² lies in
             # [1e-150, 1e100], so S = Σ ω ẑẑᵀ neither overflows nor loses rows to
             # underflow, and the estimate of κ(S) needs no Jacobi scaling. Rows as given
@@ -645,6 +662,42 @@ def _windows(A, N):
                    strides=(A.strides[0],) + A.strides)
     V.flags.writeable = False
     return V
+
+
+#: :meth:`BatchSolver._primal` sums the normal equations by blocks (:func:`_window_sums`)
+#: for windows of at least this many rows a feature (and λ = 1); others form each window's
+#: product. Measured (one BLAS thread, µs an update after the fill, calls of 250 rows,
+#: products → sums): N = 5000, D = 2 19.6 → 8.0; N = 1000, D = 7 14.4 → 8.2; N = 500,
+#: D = 10 9.2 → 8.6; N = 100, D = 20 9.0 → 13.2; N = 40, D = 30 12.0 → 24.3.
+_SUMS_ROWS_PER_FEATURE = 64
+
+
+def _window_sums(E, Y, N):
+    """``Σ_{i=j}^{j+N−1} e_i e_iᵀ`` and ``Σ e_i y_iᵀ`` for every window ``j`` of ``N``
+    consecutive rows of ``E`` (shapes ``(L−N+1, D, D)`` and ``(L−N+1, D, c)``).
+
+    The rows are cut into blocks of ``N`` from the first: a window is the tail of one
+    block and the head of the next, each a running sum within its block (one cumulative
+    sum forwards and one backwards). Nothing is subtracted, so a window's sums round as a
+    sum of its own ``N`` terms would, whatever came before it (a running sum over the whole
+    stack, differenced, would carry the rounding of every earlier row); ``O(D²)`` a window
+    where forming each window's product is ``O(N·D²)``.
+    """
+    L, D = E.shape
+    c = Y.shape[1]
+    T = np.concatenate([(E[:, :, None] * E[:, None, :]).reshape(L, D * D),
+                        (E[:, :, None] * Y[:, None, :]).reshape(L, D * c)], axis=1)
+    n_blocks = -(-L // N)
+    B = np.zeros((n_blocks * N + N, T.shape[1]))  # one empty block more: every head exists
+    B[:L] = T
+    B = B.reshape(n_blocks + 1, N, -1)
+    head = np.cumsum(B, axis=1)  # head[k, r] = rows kN … kN + r
+    tail = np.cumsum(B[:, ::-1], axis=1)[:, ::-1]  # tail[k, r] = rows kN + r … kN + N − 1
+    j = np.arange(L - N + 1)
+    k, r = np.divmod(j, N)
+    # window j = tail of block k from r, and head of block k + 1 up to r − 1 (none if r = 0)
+    out = tail[k, r] + np.where((r > 0)[:, None], head[k + 1, np.maximum(r - 1, 0)], 0.0)
+    return out[:, : D * D].reshape(-1, D, D), out[:, D * D :].reshape(-1, D, c)
 
 
 def _take(Zo, Zn, idx):

@@ -67,8 +67,11 @@ class QREWRLSRegressor(
           for ``D ≥ N`` and ``O(D²)`` a row for ``D < N`` (plus amortised
           refactorisations, see Notes), by the route that fits the window:
 
-          - windows of up to 32 rows: every window solved from scratch, the small
-            ``N×N`` or ``D×D`` systems of a whole call together;
+          - windows of up to 32 rows, and windows of a few features (``N·D² ≤ 50,000``):
+            every window solved from scratch, the small ``N×N`` or ``D×D`` systems of a
+            whole call together (without forgetting and with ``N ≥ 64·D``, the normal
+            equations of every window summed by blocks of ``N`` rows, ``O(D²)`` a
+            window);
           - ``D ≥ N``: the dual route — a Cholesky factor of the rows that stay in the
             window for a block of rows, and a small Schur complement for the others;
           - ``D < N``: the dual route while the window has at most ``D`` non-zero rows
@@ -140,7 +143,9 @@ class QREWRLSRegressor(
       and per block a rank-``2b`` update and factorisation of the ``D×D`` normal
       equations (``D² + D³/b`` a row), recomputed from the window every ``N`` rows;
       memory: the window and ``O(D²)``.
-    * windows of up to 32 rows: ``O(N³)`` (``D ≥ N``) or ``O(N·D² + D³)`` per window.
+    * windows of up to 32 rows: ``O(N³)`` (``D ≥ N``) or ``O(N·D² + D³)`` per window;
+      windows of a few features, ``O(N·D² + D³)`` per window, or ``O(D³)`` with
+      ``λ = 1`` and ``N ≥ 64·D`` (sums by blocks).
     * a ridge with forgetting: blocks of at most ``2 ln 1.25 / −ln λ`` rows, and per
       block of windows at most about 17 steps of the iteration (a few with a small
       ridge), each two triangular solves with the core factor (``2N²`` dual, ``2D²``
