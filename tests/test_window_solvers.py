@@ -1017,27 +1017,31 @@ def test_dual_only_route_undoes_a_call_and_pickles_exactly(alpha):
     assert_same_state(solver, ref)
 
 
+@pytest.mark.parametrize("lam", [1.0, 0.97, 0.5])
 @pytest.mark.parametrize("L, N", [(7, 7), (30, 7), (31, 7), (64, 16), (100, 33)])
-def test_window_sums_equal_each_windows_own_sums(L, N):
+def test_window_sums_equal_each_windows_own_sums(L, N, lam):
     from sklearn_orfit.abo._batch_solver import _window_sums
 
     rng = np.random.default_rng(L + N)
     E, Y = rng.normal(size=(L, 3)) * 10.0 ** rng.integers(-3, 4, size=(L, 1)), rng.normal(size=(L, 2))
     E[::5] = 0.0
-    S, R = _window_sums(E, Y, N)
+    S, R = _window_sums(E, Y, N, lam)
     assert S.shape == (L - N + 1, 3, 3) and R.shape == (L - N + 1, 3, 2)
+    sw = np.sqrt(lam) ** np.arange(N - 1, -1, -1)[:, None]  # the newest row weighted 1
     for j in range(L - N + 1):
-        W, V = E[j : j + N], Y[j : j + N]
+        W, V = E[j : j + N] * sw, Y[j : j + N] * sw
         scale = np.abs(W).T @ np.abs(W)
         np.testing.assert_allclose(S[j], W.T @ W, rtol=0, atol=4 * N * EPS * scale.max())
         np.testing.assert_allclose(R[j], W.T @ V, rtol=0, atol=4 * N * EPS * (np.abs(W).T @ np.abs(V)).max())
 
 
-@pytest.mark.parametrize("N, D, alpha", [(500, 2, 0.0), (500, 2, 0.1), (700, 7, 0.0), (700, 7, 1e-6)])
+@pytest.mark.parametrize("N, D, lam, alpha", [(500, 2, 1.0, 0.0), (500, 2, 0.99, 0.1), (700, 7, 1.0, 0.0),
+                                               (700, 7, 0.999, 1e-6), (500, 2, 0.7, 0.0)])
 @pytest.mark.parametrize("kind", ["generic", "duplicated", "zero_rows", "graded"])
-def test_long_windows_of_few_features_summed_by_blocks_match_the_oracle(N, D, alpha, kind, monkeypatch):
-    # λ = 1, N ≥ 64·D: the short-window solver sums each window's normal equations by
-    # blocks of N rows (O(D²) a window); calls of 250 rows, then one row at a time
+def test_long_windows_of_few_features_summed_by_blocks_match_the_oracle(N, D, lam, alpha, kind, monkeypatch):
+    # N ≥ 64·D: the short-window solver sums each window's normal equations by blocks of
+    # N rows (O(D²) a window) while λ^-(N−1) ≤ 1e50 (not at λ = 0.7: formed window by
+    # window); calls of 250 rows, then one row at a time
     from sklearn_orfit import QREWRLSRegressor, prequential_predict
     from sklearn_orfit.abo import _batch_solver
 
@@ -1048,10 +1052,11 @@ def test_long_windows_of_few_features_summed_by_blocks_match_the_oracle(N, D, al
     Z, y = stream(kind, T, D, seed=N + D)
     if kind == "graded":  # moderate norms (the sums' route): 10^±6 across the stream
         Z, y = Z, y * np.logspace(-6, 6, T)
-    reg = QREWRLSRegressor(window_size=N, alpha=alpha)
+    reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam, alpha=alpha)
     calls = [prequential_predict(reg, Z[a : a + 250], y[a : a + 250]) for a in range(0, T - 20, 250)]
     done = 250 * len(calls)
     calls += [prequential_predict(reg, Z[i : i + 1], y[i : i + 1]) for i in range(done, T)]
     assert isinstance(reg._solver, _batch_solver.BatchSolver)
-    assert N >= _batch_solver._SUMS_ROWS_PER_FEATURE * D and used  # the route under test
-    assert_oracle(np.concatenate(calls), Z, y, N, 1.0, alpha)
+    assert N >= _batch_solver._SUMS_ROWS_PER_FEATURE * D
+    assert bool(used) == (lam ** -(N - 1) <= 1e50)  # the route under test
+    assert_oracle(np.concatenate(calls), Z, y, N, lam, alpha)

@@ -242,8 +242,8 @@ class BatchSolver:
             c = np.concatenate([[0], np.cumsum(sE > 0)])
             few = c[N:] - c[:-N] <= self.D
             if not few.any():
-                # (without forgetting, the windows' sums from the call's rows as given)
-                rows = (None if self.lam != 1.0 or N < _SUMS_ROWS_PER_FEATURE * self.D
+                # (the windows' sums from the call's rows as given, weights λ^age ≥ 1e-50)
+                rows = (None if N < _SUMS_ROWS_PER_FEATURE * self.D or (N - 1) * -np.log(self.lam) > np.log(1e50)
                         else E if raw else E * sE[:, None])
                 betas, flagged = self._primal(Ew, s_w, Y_w, w, sE, raw=raw, rows=(rows, YE))
             else:
@@ -406,14 +406,14 @@ class BatchSolver:
         """``D < N``: the weighted normal equations of every window (``Ew``: the windows'
         unit rows, shape ``(b+1, D, N)``, or with ``raw`` their rows as given, whose norms
         and weights the caller has checked are moderate; ``sE``: the norms of all the rows).
-        ``rows``: the rows as given of the whole stack ``E`` and their targets, when every
-        weight is 1 (``λ = 1``): the windows' sums are then taken from them
-        (:func:`_window_sums`, ``O(D²)`` a window, not ``O(N·D²)``)."""
+        ``rows``: the rows as given of the whole stack ``E`` and their targets, or None:
+        the windows' weighted sums are then taken from them (:func:`_window_sums`,
+        ``O(D²)`` a window, not ``O(N·D²)``)."""
         unscaled = raw or self._primal_unscaled(moderate(sE, _PRIMAL_RANGE))
         if unscaled and rows[0] is not None:
-            # S_j = Σ_{i ∈ window j} z_i z_iᵀ (+ αI), rhs_j = Σ z_i y_iᵀ
+            # S_j = Σ_{i ∈ window j} w_i z_i z_iᵀ (+ αI), rhs_j = Σ w_i z_i y_iᵀ
             with np.errstate(over="ignore", invalid="ignore"):  # a huge target: caught below
-                S, rhs = _window_sums(rows[0], rows[1], self.N)
+                S, rhs = _window_sums(rows[0], rows[1], self.N, self.lam)
             if self.alpha:
                 d = np.arange(self.D)
                 S[:, d, d] += self.alpha
@@ -665,23 +665,27 @@ def _windows(A, N):
 
 
 #: :meth:`BatchSolver._primal` sums the normal equations by blocks (:func:`_window_sums`)
-#: for windows of at least this many rows a feature (and λ = 1); others form each window's
+#: for windows of at least this many rows a feature (``λ^(N−1) ≥ 1e-50``); others form each window's
 #: product. Measured (one BLAS thread, µs an update after the fill, calls of 250 rows,
 #: products → sums): N = 5000, D = 2 19.6 → 8.0; N = 1000, D = 7 14.4 → 8.2; N = 500,
 #: D = 10 9.2 → 8.6; N = 100, D = 20 9.0 → 13.2; N = 40, D = 30 12.0 → 24.3.
 _SUMS_ROWS_PER_FEATURE = 64
 
 
-def _window_sums(E, Y, N):
-    """``Σ_{i=j}^{j+N−1} e_i e_iᵀ`` and ``Σ e_i y_iᵀ`` for every window ``j`` of ``N``
-    consecutive rows of ``E`` (shapes ``(L−N+1, D, D)`` and ``(L−N+1, D, c)``).
+def _window_sums(E, Y, N, lam=1.0):
+    """``Σ_{i=j}^{j+N−1} λ^{j+N−1−i} e_i e_iᵀ`` and ``Σ λ^{j+N−1−i} e_i y_iᵀ`` for every
+    window ``j`` of ``N`` consecutive rows of ``E`` (shapes ``(L−N+1, D, D)`` and
+    ``(L−N+1, D, c)``): each window's normal equations, its newest row weighted 1.
 
     The rows are cut into blocks of ``N`` from the first: a window is the tail of one
     block and the head of the next, each a running sum within its block (one cumulative
-    sum forwards and one backwards). Nothing is subtracted, so a window's sums round as a
-    sum of its own ``N`` terms would, whatever came before it (a running sum over the whole
-    stack, differenced, would carry the rounding of every earlier row); ``O(D²)`` a window
-    where forming each window's product is ``O(N·D²)``.
+    sum backwards and one forwards), the weights relative to the block's last row
+    (tails: ``λ^{N−1−r}`` down to 1) and first row (heads: ``λ^{−r}``), scaled to the
+    window's afterwards. Nothing is subtracted, so a window's sums round as a sum of its
+    own ``N`` terms would, whatever came before it (a running sum over the whole stack,
+    differenced, would carry the rounding of every earlier row); ``O(D²)`` a window where
+    forming each window's product is ``O(N·D²)``. The caller keeps ``λ^{−(N−1)}`` moderate
+    (at most ``1e50``).
     """
     L, D = E.shape
     c = Y.shape[1]
@@ -691,12 +695,25 @@ def _window_sums(E, Y, N):
     B = np.zeros((n_blocks * N + N, T.shape[1]))  # one empty block more: every head exists
     B[:L] = T
     B = B.reshape(n_blocks + 1, N, -1)
-    head = np.cumsum(B, axis=1)  # head[k, r] = rows kN … kN + r
-    tail = np.cumsum(B[:, ::-1], axis=1)[:, ::-1]  # tail[k, r] = rows kN + r … kN + N − 1
+    pos = np.arange(N)  # a row's position r in its block
+    if lam == 1.0:
+        head = np.cumsum(B, axis=1)  # head[k, r] = Σ rows kN … kN + r
+        tail = np.cumsum(B[:, ::-1], axis=1)[:, ::-1]  # tail[k, r] = Σ rows kN + r … kN + N − 1
+    else:
+        head = np.cumsum(B * (lam ** -pos)[None, :, None], axis=1)  # Σ λ^{−r'} rows, r' ≤ r
+        tail = np.cumsum((B * (lam ** (N - 1 - pos))[None, :, None])[:, ::-1], axis=1)[:, ::-1]
     j = np.arange(L - N + 1)
     k, r = np.divmod(j, N)
-    # window j = tail of block k from r, and head of block k + 1 up to r − 1 (none if r = 0)
-    out = tail[k, r] + np.where((r > 0)[:, None], head[k + 1, np.maximum(r - 1, 0)], 0.0)
+    # window j = tail of block k from r, and head of block k + 1 up to r − 1 (none if
+    # r = 0); its newest row, kN + N + r − 1, has weight 1: the tail's rows λ^{(N−1−r')+r},
+    # the head's λ^{r−1−r'}
+    h = head[k + 1, np.maximum(r - 1, 0)]
+    if lam != 1.0:
+        tail_k = tail[k, r] * (lam ** r)[:, None]
+        h = h * (lam ** np.maximum(r - 1, 0))[:, None]
+    else:
+        tail_k = tail[k, r]
+    out = tail_k + np.where((r > 0)[:, None], h, 0.0)
     return out[:, : D * D].reshape(-1, D, D), out[:, D * D :].reshape(-1, D, c)
 
 

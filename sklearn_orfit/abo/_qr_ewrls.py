@@ -69,8 +69,8 @@ class QREWRLSRegressor(
 
           - windows of up to 32 rows, and windows of a few features (``N·D² ≤ 50,000``):
             every window solved from scratch, the small ``N×N`` or ``D×D`` systems of a
-            whole call together (without forgetting and with ``N ≥ 64·D``, the normal
-            equations of every window summed by blocks of ``N`` rows, ``O(D²)`` a
+            whole call together (with ``N ≥ 64·D`` and weights ``λ^(N−1) ≥ 1e-50``, the
+            normal equations of every window summed by blocks of ``N`` rows, ``O(D²)`` a
             window);
           - ``D ≥ N``: the dual route — a Cholesky factor of the rows that stay in the
             window for a block of rows, and a small Schur complement for the others;
@@ -145,7 +145,7 @@ class QREWRLSRegressor(
       memory: the window and ``O(D²)``.
     * windows of up to 32 rows: ``O(N³)`` (``D ≥ N``) or ``O(N·D² + D³)`` per window;
       windows of a few features, ``O(N·D² + D³)`` per window, or ``O(D³)`` with
-      ``λ = 1`` and ``N ≥ 64·D`` (sums by blocks).
+      ``N ≥ 64·D`` and ``λ^(N−1) ≥ 1e-50`` (sums by blocks).
     * a ridge with forgetting: blocks of at most ``2 ln 1.25 / −ln λ`` rows, and per
       block of windows at most about 17 steps of the iteration (a few with a small
       ridge), each two triangular solves with the core factor (``2N²`` dual, ``2D²``
