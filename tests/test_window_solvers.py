@@ -32,6 +32,17 @@ def stream(kind, n, D, seed=0):
     return Z, rng.normal(size=n)
 
 
+def predict_in_calls(reg, Z, y, start, size, stop):
+    """Prequential predictions of rows ``start:`` in calls of ``size`` rows up to about
+    ``stop`` rows before the end, then one row at a time (a list of arrays)."""
+    from sklearn_orfit import prequential_predict
+
+    T = len(y)
+    parts = [prequential_predict(reg, Z[a : a + size], y[a : a + size]) for a in range(start, T - stop, size)]
+    done = start + size * len(parts)
+    return parts + [prequential_predict(reg, Z[i : i + 1], y[i : i + 1]) for i in range(done, T)]
+
+
 def assert_oracle(pred, Z, y, N, lam, alpha, factor=100 * EPS):
     o_pred, kappa, o_beta = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=alpha)
     scale = np.abs(o_pred).max()
@@ -712,12 +723,7 @@ def test_repeated_rows_of_a_tall_window_take_the_dual_route_and_match_the_oracle
     assert isinstance(reg._solver, DualThenPrimal)
     # the full window has N = 60 rows, 31 (constant start) or 40 distinct: the dual route
     assert not reg._solver.primal and reg.n_window_ == N
-    rest = [prequential_predict(reg, Z[a : a + 23], y[a : a + 23]) for a in range(N, T - 10, 23)]
-    done = N + 23 * len(rest)
-    ones = []
-    for i in range(done, T):  # and one row at a time
-        ones.append(prequential_predict(reg, Z[i : i + 1], y[i : i + 1]))
-    pred = np.concatenate([first, *rest, *ones])
+    pred = np.concatenate([first, *predict_in_calls(reg, Z, y, N, 23, 10)])
     assert_oracle(pred, Z, y, N, lam, 0.0)
     o_beta = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=0.0)[2]
     np.testing.assert_allclose(reg.coef_, np.ravel(o_beta), atol=1e-9 * max(1.0, np.abs(o_beta).max()))
@@ -957,9 +963,7 @@ def test_ridge_with_forgetting_keeps_a_tall_window_on_the_dual_route(kind, alpha
     reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam, alpha=alpha)
     parts = [prequential_predict(reg, Z[:50], y[:50])]
     assert isinstance(reg._solver, DualThenPrimal) and reg._solver.dual_only
-    parts += [prequential_predict(reg, Z[a : a + 37], y[a : a + 37]) for a in range(50, T - 6, 37)]
-    done = 50 + 37 * (len(parts) - 1)
-    parts += [prequential_predict(reg, Z[i : i + 1], y[i : i + 1]) for i in range(done, T)]
+    parts += predict_in_calls(reg, Z, y, 50, 37, 6)
     solver = reg._solver
     assert stays is None or solver.dual_only == stays
     assert reg.n_window_ == N
@@ -1042,7 +1046,7 @@ def test_long_windows_of_few_features_summed_by_blocks_match_the_oracle(N, D, la
     # N ≥ 64·D: the short-window solver sums each window's normal equations by blocks of
     # N rows (O(D²) a window) while λ^-(N−1) ≤ 1e50 (not at λ = 0.7: formed window by
     # window); calls of 250 rows, then one row at a time
-    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+    from sklearn_orfit import QREWRLSRegressor
     from sklearn_orfit.abo import _batch_solver
 
     used = []
@@ -1051,11 +1055,9 @@ def test_long_windows_of_few_features_summed_by_blocks_match_the_oracle(N, D, la
     T = N + 400
     Z, y = stream(kind, T, D, seed=N + D)
     if kind == "graded":  # moderate norms (the sums' route): 10^±6 across the stream
-        Z, y = Z, y * np.logspace(-6, 6, T)
+        y = y * np.logspace(-6, 6, T)
     reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam, alpha=alpha)
-    calls = [prequential_predict(reg, Z[a : a + 250], y[a : a + 250]) for a in range(0, T - 20, 250)]
-    done = 250 * len(calls)
-    calls += [prequential_predict(reg, Z[i : i + 1], y[i : i + 1]) for i in range(done, T)]
+    calls = predict_in_calls(reg, Z, y, 0, 250, 20)
     assert isinstance(reg._solver, _batch_solver.BatchSolver)
     assert N >= _batch_solver._SUMS_ROWS_PER_FEATURE * D
     assert bool(used) == (lam ** -(N - 1) <= 1e50)  # the route under test

@@ -482,10 +482,10 @@ class DualThenPrimal:
     takes_inert = True
 
     def update(self, Z, Y, *, predict, inert=None):
-        D = self.params["n_features"]
-        N, N_dual = self.params["window_size"], self.dual_params["window_size"]
         if self.dual_only:
             return self._update_dual_only(Z, Y, predict=predict, inert=inert)
+        D = self.params["n_features"]
+        N, N_dual = self.params["window_size"], self.dual_params["window_size"]
         parts, a = [], 0
         new_keys = None if self.keys is None else row_keys(Z)
         while a < Z.shape[0]:
