@@ -736,3 +736,28 @@ def test_predict_one_refuses_a_non_finite_row(bad):
     with pytest.raises(ValueError, match="features"):
         reg.predict_one(Z[0, :-1])
     assert reg.predict_one(Z[1].tolist()) == reg.predict(Z[1:2])[0]
+
+
+def test_arrays_are_made_private_once_per_solver_and_again_after_a_load(monkeypatch):
+    # the walk over the solver's arrays (make_private) runs once per solver object, not
+    # on every call; a pickle or a copy is a new object, walked again before it learns
+    # (a model loaded with mmap_mode="r": the test above)
+    import copy
+    import pickle
+
+    from sklearn_orfit._streaming import _base
+
+    walked = []
+    real = _base.make_private
+    monkeypatch.setattr(_base, "make_private", lambda obj: walked.append(obj) or real(obj))
+    rng = np.random.default_rng(19)
+    Z, y = rng.normal(size=(120, 30)), rng.normal(size=120)
+    reg = QREWRLSRegressor(50).fit(Z[:60], y[:60])
+    for a in range(60, 100, 10):
+        reg.partial_fit(Z[a : a + 10], y[a : a + 10])
+    assert walked == [reg._solver]
+    for other in (pickle.loads(pickle.dumps(reg)), copy.deepcopy(reg)):
+        walked.clear()
+        other.partial_fit(Z[100:110], y[100:110])
+        prequential_predict(other, Z[110:], y[110:])
+        assert walked == [other._solver] and other._solver is not reg._solver

@@ -20,6 +20,7 @@ import copy
 import functools
 import inspect
 import math
+import weakref
 from contextlib import contextmanager
 
 import numpy as np
@@ -51,6 +52,7 @@ __all__ = [
     "learn_with_delay",
     "run_with_delay",
     "make_private",
+    "make_private_once",
     "needs_private",
     "on_rollback",
     "record_stream_params",
@@ -161,6 +163,21 @@ class StreamLockMixin:
             state = {k: v for k, v in self.__dict__.items() if k != "_stream_lock"}
             new.__dict__.update(copy.deepcopy(state, memo))
         return new
+
+
+#: objects whose arrays :func:`make_private_once` has made private (by identity: a pickle
+#: or a copy is another object, whose arrays may be mapped)
+_KNOWN_PRIVATE = weakref.WeakSet()
+
+
+def make_private_once(obj):
+    """:func:`make_private` for an object that only its own code writes to: the walk over
+    its state runs the first time only (its arrays are then its own; only unpickling or
+    a copy, a new object, can give it mapped ones). Returns ``obj``."""
+    if obj not in _KNOWN_PRIVATE:
+        make_private(obj)
+        _KNOWN_PRIVATE.add(obj)
+    return obj
 
 
 def make_private(obj):

@@ -27,6 +27,7 @@ from .._streaming._base import (
     enclosing_call,
     on_rollback,
     make_private,
+    make_private_once,
     needs_private,
     stream_lock,
 )
@@ -289,8 +290,9 @@ class QREWRLSRegressor(
     def _checkpoint(self, n_rows):
         solver = self._solver
         # loaded with mmap_mode="r" or "r+", or handed to a joblib worker (which maps
-        # arrays above 1 MB read-only): learn on plain copies, never into the file
-        make_private(solver)
+        # arrays above 1 MB read-only): learn on plain copies, never into the file (once
+        # per solver object: a loaded model's solver is a new one)
+        make_private_once(solver)
         # the solver writes into its arrays: if the call fails, its undo record puts them back
         record = solver.checkpoint(n_rows)
         on_rollback(lambda: solver.restore(record))
