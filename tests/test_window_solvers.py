@@ -841,21 +841,22 @@ def graded_stream(kind, T, D):
     return Z * scale[:, None], y * scale
 
 
-def assert_exact_or_as_lstsq(p, Z, y, N, lam, alpha):
+def assert_exact_or_as_lstsq(p, Z, y, N, lam, alpha, allowed=1.0):
     """Prequential predictions ``p`` against the oracle at every step; where float64 lstsq
     is itself outside the bound, against 50-digit arithmetic: within the bound of the
     exact answer, or no further from it than float64 lstsq (the oracle, and the
-    augmented ``[A; √α I]`` with a ridge)."""
+    augmented ``[A; √α I]`` with a ridge). ``allowed``: a known defect's factor beyond
+    that (the test then fails when the defect grows)."""
     o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=alpha)
     o_pred = o_pred.ravel()
     tol = np.maximum(1e-9, 100 * EPS * kappa) * np.abs(o_pred).max()
     worst = 0.0
     # the steps outside the bound, furthest first; the first one found outside
-    # max(bound, float64 lstsq's error) decides (each costs a 50-digit solve: the known
-    # defects, expected to fail, have dozens)
+    # max(bound, float64 lstsq's error) by more than ``allowed`` decides (each costs a
+    # 50-digit solve: the known defects have dozens)
     off = np.abs(p - o_pred) / tol
     for t in sorted(np.flatnonzero(off > 1), key=lambda t: -off[t]):
-        if worst > 1.0:
+        if worst > allowed:
             break
         exact = exact_window_prediction(Z, y, t, window_size=N, forgetting_factor=lam, alpha=alpha)
         ref = abs(o_pred[t] - exact)
@@ -865,11 +866,13 @@ def assert_exact_or_as_lstsq(p, Z, y, N, lam, alpha):
             beta = augmented_ridge(Z[lo:t] * sw[:, None], (y[lo:t] * sw)[:, None], alpha)
             ref = max(ref, abs(float((Z[t] @ beta)[0]) - exact))
         worst = max(worst, abs(p[t] - exact) / max(tol[t], ref))
-    assert worst <= 1.0, f"{worst:.3g}× max(bound, float64 lstsq's error) from the exact answer (at least)"
+    assert worst <= allowed, f"{worst:.3g}× max(bound, float64 lstsq's error) from the exact answer (at least)"
 
 
 _GRADED_KNOWN = {  # (kind, lam, alpha, N): outside max(bound, float64's error) by the factor
-    ("mixed_duplicated", 1.0, 0.0, 12): 4.2, ("mixed_duplicated", 0.9, 0.0, 12): 9.0,
+    # (the larger of two machines' measurements: Intel Xeon, and AMD EPYC, where the five
+    # cases measured 8.7, 1.9, 0.82, 2.4 and 21 — the rounding of the BLAS build decides)
+    ("mixed_duplicated", 1.0, 0.0, 12): 8.7, ("mixed_duplicated", 0.9, 0.0, 12): 9.0,
     ("mixed_duplicated", 0.9, 1e-9, 12): 1.4, ("mixed_duplicated", 0.9, 1e-9, 40): 2.9,
     ("mixed_duplicated", 1.0, 1e-9, 40): 106,
 }
@@ -879,15 +882,16 @@ _GRADED_LAM_ALPHA = [(1.0, 0.0), (0.9, 0.0), (0.9, 1e-9), (1.0, 1e-9)]
 
 
 def _known_defects(cases, known, what):
-    """``cases`` as pytest params, those in ``known`` (their factor) strict expected failures."""
+    """``cases`` as pytest params with the factor each may be outside (``allowed``): 1, or
+    for a known defect (issue 23, open) 3 times the largest factor measured, so that the
+    test fails when the defect grows. (Not expected failures: the factors depend on the
+    BLAS build's rounding — 1.4 on one machine, within the bound on another — so an
+    expected failure would pass on some machines, and a factor measured on one machine
+    can double on another.)"""
+    del what  # (named in the tables' comments)
     for case in cases:
-        marks = ()
-        if case in known:
-            marks = pytest.mark.xfail(strict=True, reason=(
-                f"known defect (issue 23, open): on {what}, predictions further from the exact "
-                "answer than float64 lstsq's and than the bound, by up to "
-                f"{known[case]:g}× at some steps"))
-        yield pytest.param(*case, marks=marks)
+        allowed = 3.0 * known[case] if case in known else 1.0
+        yield pytest.param(*case, allowed, id="-".join(map(str, case)) + (f"-known{known[case]:g}x" if case in known else ""))
 
 
 def _graded_cases():
@@ -898,8 +902,8 @@ def _graded_cases():
                               "repeated rows (the slid orthogonal factors)")
 
 
-@pytest.mark.parametrize("kind, lam, alpha, N", list(_graded_cases()))
-def test_primal_orthogonal_route_matches_oracle_at_every_step(kind, lam, alpha, N):
+@pytest.mark.parametrize("kind, lam, alpha, N, allowed", list(_graded_cases()))
+def test_primal_orthogonal_route_matches_oracle_at_every_step(kind, lam, alpha, N, allowed):
     # blocks of 3 rows scaled by 10^k, k in [-3, 3], with or without repeated rows: the
     # core of a block can be far lighter than its periphery (Woodbury's subtraction then
     # cancels, and probes through it cannot see that), and the tall window's orthogonal
@@ -913,16 +917,17 @@ def test_primal_orthogonal_route_matches_oracle_at_every_step(kind, lam, alpha, 
     Z, y = graded_stream(kind, 160, D)
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
     p = solver.update(Z, y[:, None], predict=True).ravel()
-    assert_exact_or_as_lstsq(p, Z, y, N, lam, alpha)
+    assert_exact_or_as_lstsq(p, Z, y, N, lam, alpha, allowed)
     assert solver.n_orthogonal > 0
 
 
-# (lam, alpha, N, D): outside max(bound, float64's error) by the factor. With the ridge
-# (alpha = 1e-9: 2.1x, 2.3x, 3.4x, 2,100x) the four cases pass since repeated rows are
-# merged on the short-window solver
+# (lam, alpha, N, D): outside max(bound, float64's error) by the factor (the larger of two
+# machines', as above; on AMD EPYC 1.8, 4.8, 1.5 and 10). With the ridge (alpha = 1e-9:
+# 2.1x, 2.3x, 3.4x, 2,100x) the four cases pass since repeated rows are merged on the
+# short-window solver
 _GRADED_WIDE_KNOWN = {
-    (1.0, 0.0, 12, 24): 1.7, (1.0, 0.0, 20, 21): 9.9, (0.9, 0.0, 12, 24): 1.3,
-    (0.9, 0.0, 20, 21): 3.6,
+    (1.0, 0.0, 12, 24): 1.8, (1.0, 0.0, 20, 21): 9.9, (0.9, 0.0, 12, 24): 1.5,
+    (0.9, 0.0, 20, 21): 10.0,
 }
 
 
@@ -932,8 +937,8 @@ def _graded_wide_cases():
                               "with repeated rows (every route, a fresh fit of the window too)")
 
 
-@pytest.mark.parametrize("lam, alpha, N, D", list(_graded_wide_cases()))
-def test_wide_graded_duplicated_windows_match_oracle_at_every_step(lam, alpha, N, D):
+@pytest.mark.parametrize("lam, alpha, N, D, allowed", list(_graded_wide_cases()))
+def test_wide_graded_duplicated_windows_match_oracle_at_every_step(lam, alpha, N, D, allowed):
     # the D > N counterpart of the test above, through the estimator's default solver
     # (short-window and dual routes, their orthogonal fallbacks); without repeated rows
     # every case is within the bound (checked while writing this test)
@@ -941,7 +946,7 @@ def test_wide_graded_duplicated_windows_match_oracle_at_every_step(lam, alpha, N
 
     Z, y = graded_stream("mixed_duplicated", 160, D)
     reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam, alpha=alpha)
-    assert_exact_or_as_lstsq(prequential_predict(reg, Z, y), Z, y, N, lam, alpha)
+    assert_exact_or_as_lstsq(prequential_predict(reg, Z, y), Z, y, N, lam, alpha, allowed)
 
 
 @pytest.mark.parametrize("kind, alpha, stays", [
