@@ -761,3 +761,31 @@ def test_arrays_are_made_private_once_per_solver_and_again_after_a_load(monkeypa
         other.partial_fit(Z[100:110], y[100:110])
         prequential_predict(other, Z[110:], y[110:])
         assert walked == [other._solver] and other._solver is not reg._solver
+
+
+@pytest.mark.parametrize("N, D, lam, alpha", [(100, 64, 0.99, 0.0), (60, 200, 1.0, 1e-6), (20, 8, 0.9, 0.0)])
+def test_one_row_prequential_call_solves_its_window_once(N, D, lam, alpha, monkeypatch):
+    # a one-row prequential call predicts x·β of the window before it: the coefficients
+    # the previous call committed (that call's solve of the window), bit for bit what
+    # predict() gives; the row is then learned with one solve (its new window, for
+    # coef_), not two (the same window again for the prediction)
+    from sklearn_orfit.abo._dual_solver import DualSolver
+    from sklearn_orfit.abo._primal_solver import PrimalSolver
+
+    solved = []  # windows solved by the block routes
+    for cls in (DualSolver, PrimalSolver):
+        monkeypatch.setattr(cls, "_solve_windows", lambda self, blk, lo, *a, real=cls._solve_windows, **k:
+                            solved.append(lo.size) or real(self, blk, lo, *a, **k))
+    rng = np.random.default_rng(20)
+    Z, y = rng.normal(size=(N + 40, D)), rng.normal(size=N + 40)
+    w = np.where(np.arange(N + 40) % 7 == 3, 0.0, 1.0)  # zero-weight rows too
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha).fit(Z[:N], y[:N], sample_weight=w[:N])
+    pred = []
+    for t in range(N, N + 40):
+        expected = reg.predict(Z[t : t + 1])
+        solved.clear()
+        pred.append(prequential_predict(reg, Z[t : t + 1], y[t : t + 1], sample_weight=w[t : t + 1])[0])
+        assert pred[-1] == expected[0]
+        assert sum(solved) <= 1, solved
+    o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=alpha, sample_weight=w)
+    assert_matches_oracle(np.array(pred), o_pred[N:], kappa[N:], "auto")
