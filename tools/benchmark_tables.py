@@ -193,6 +193,23 @@ def solver_cliffs(doc):
               f"({worst['setting']}).")
 
 
+def rows_per_call(doc):
+    """µs per row against the rows per call, and the ratios to 250-row calls and the floor."""
+    rows = doc["results"]["points"]
+
+    def calls(r):
+        return ("predict_one + learn_one" if r["how"] == "one"
+                else f"{r['how']}, {r['rows_per_call']} row{'s' if r['rows_per_call'] > 1 else ''}")
+
+    body = [[r["N"], r["D"], f"{r['lam']:g}", f"{r['alpha']:g}", calls(r), num(r["us_per_row"], ".1f"),
+             num(r["ratio_to_250"], ".1f"), num(r["ratio_to_floor"], ".1f")] for r in rows]
+    one = [r for r in rows if r["rows_per_call"] == 1]
+    worst = max(one, key=lambda r: r["ratio_to_250"])
+    return (markdown(["N", "D", "λ", "α", "calls", "µs/row", "× 250-row calls", "× floor"], "rrrrlrrr", body)
+            + f"\n\nWorst one-row call against 250-row calls: {worst['ratio_to_250']:.1f}× "
+              f"({calls(worst)}, N={worst['N']} D={worst['D']}).")
+
+
 def solver_sweep(doc):
     """The worst-case sweep: its targets, then the worst figures of each ``(N, D)``."""
     res = doc["results"]
@@ -278,6 +295,7 @@ TABLES = {
     "table5_baseline": ("bench_table5_baseline.json", table5_baseline),
     "solver-sweep": ("bench_solver_sweep.json", solver_sweep),
     "solver-cliffs": ("bench_solver_cliffs.json", solver_cliffs),
+    "rows-per-call": ("bench_rows_per_call.json", rows_per_call),
 }
 
 
