@@ -789,3 +789,26 @@ def test_one_row_prequential_call_solves_its_window_once(N, D, lam, alpha, monke
         assert sum(solved) <= 1, solved
     o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=alpha, sample_weight=w)
     assert_matches_oracle(np.array(pred), o_pred[N:], kappa[N:], "auto")
+
+
+def test_one_row_prequential_call_with_a_huge_weight_predicts_the_row_as_given():
+    # Regression: the one-row call predicted √w·x and divided by √w; with w = 1e300 and
+    # a row of 1e100 that product overflowed and the call raised, where predict() gives
+    # a finite prediction
+    from sklearn_orfit._streaming._base import stream_lock
+
+    rng = np.random.default_rng(21)
+    Z, y = rng.normal(size=(60, 200)), rng.normal(size=60) * 1e60
+    x = rng.normal(size=(1, 200)) * 1e100
+    reg = QREWRLSRegressor(60).fit(Z, y)
+    expected = reg.predict(x)[0]
+    assert np.isfinite(expected)
+    fresh = pickle.loads(pickle.dumps(reg))
+    assert prequential_predict(reg, x, [1.0], sample_weight=[1e300])[0] == expected
+    # a prediction that overflows (a finite row of 1e260) is refused, the state left as
+    # it was
+    stream_lock(fresh)  # (made by the first learning call, as in a learned model)
+    before = pickle.dumps(fresh)
+    with pytest.raises(ValueError, match="overflow"):
+        prequential_predict(fresh, x * 1e160, [1.0])
+    assert pickle.dumps(fresh) == before

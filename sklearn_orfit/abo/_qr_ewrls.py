@@ -300,6 +300,20 @@ class QREWRLSRegressor(
     # zero-weight rows are predicted by the solver in the call's one pass (update_rows)
     _learns_inert_rows = True
 
+    def _learn_weighted(self, X, Y, sample_weight, *, predict, **piece):
+        if predict and X.shape[0] == 1:
+            # one row: its prediction is x·β of the window before it, the coefficients the
+            # last call committed (that call's solve of this window); the row is then
+            # learned without a second solve of the same window. (The row as given, not
+            # √w·x: with a huge weight that product overflows where x·β does not.)
+            with np.errstate(over="ignore", invalid="ignore"):  # reported below
+                Y_pred = self._predict_rows(X)
+            if not np.isfinite(Y_pred).all():
+                raise ValueError(OVERFLOW_MESSAGE)
+            super()._learn_weighted(X, Y, sample_weight, predict=False, **piece)
+            return Y_pred
+        return super()._learn_weighted(X, Y, sample_weight, predict=predict, **piece)
+
     def _learn(self, X, Y, *, predict, checkpoint=True, inert=None):
         """Hand the rows to the solver; all or nothing.
 
@@ -313,21 +327,12 @@ class QREWRLSRegressor(
             self._checkpoint(X.shape[0])
         # overflow is detected below and reported as an error, not as a warning
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-            if predict and X.shape[0] == 1:
-                # one row: its prediction is x·β of the window before it, the coefficients
-                # the last call committed (that call's solve of this window), then the row
-                # is learned without a second solve of the same window
-                x = inert[1] if inert is not None and inert[0][0] else X
-                Y_pred = x @ self.coef_.reshape(X.shape[1], -1)
-                predict = inert = None
             # long calls in pieces: the solvers' temporaries are O(rows × (N + D)) (the
             # short-window solver bounds its own, and is handed the call whole)
             step = max(1, _CALL_NUMBERS // max(X.shape[1], self.window_size))
             if getattr(solver, "handles_long_calls", False):
                 step = X.shape[0]
-            if predict is None:
-                update_rows(solver, X, Y, predict=False)
-            elif X.shape[0] <= step:
+            if X.shape[0] <= step:
                 Y_pred = update_rows(solver, X, Y, predict=predict, inert=inert)
             else:
                 parts = [update_rows(solver, X[a : a + step], Y[a : a + step], predict=predict,
