@@ -820,23 +820,58 @@ def _without_parameter(doc, name):
     return "".join(lines)
 
 
+#: the parameter values each estimator's last validated prequential_predict saw (by
+#: identity; see prequential_context), and each class's parameter names
+_VALIDATED = weakref.WeakKeyDictionary()
+_PARAM_NAMES = {}
+
+
+def _param_values(estimator):
+    """The estimator's parameter values (``get_params(deep=False)``'s, without its
+    signature inspection: the names are cached by class)."""
+    cls = type(estimator)
+    names = _PARAM_NAMES.get(cls)
+    if names is None:
+        names = _PARAM_NAMES[cls] = tuple(cls._get_param_names())
+    return tuple(getattr(estimator, n) for n in names)
+
+
+def _params_unchanged(estimator):
+    """Whether ``estimator``'s parameters are the very objects its last validated call
+    saw (a ``set_params`` since, even to an equal value, is a change)."""
+    try:
+        seen = _VALIDATED.get(estimator)
+    except TypeError:  # not weakly referable or not hashable: always validated
+        return False
+    return seen is not None and all(a is b for a, b in zip(_param_values(estimator), seen, strict=True))
+
+
+def _remember_params(estimator):
+    try:
+        _VALIDATED[estimator] = _param_values(estimator)
+    except TypeError:
+        pass
+
+
 def prequential_context(*, prefer_skip_nested_validation):
-    """scikit-learn's ``_fit_context`` for ``prequential_predict``, with the rule
-    scikit-learn applies to ``partial_fit``: the parameters are validated when the call
-    starts a stream, not again on every call of a continuing one (``_validate_params``
-    costs 44 µs, most of a one-row call's fixed cost on the short-window solver). A
-    parameter changed by ``set_params`` mid-stream is still honoured or refused by the
-    call (:func:`check_stream_params`), as ``partial_fit`` does. The method runs with
-    nested validation skipped when ``prefer_skip_nested_validation`` (as
-    ``_fit_context``); the undecorated method is ``wrapper.__wrapped__``."""
+    """scikit-learn's ``_fit_context`` for ``prequential_predict``, validating the
+    parameters when they may have changed: on the call that starts a stream and after
+    any ``set_params``, not on every call of a stream whose parameters are the objects
+    last validated (``_validate_params`` costs 44 µs, most of a one-row call's fixed cost
+    on the short-window solver; scikit-learn's ``partial_fit`` of a fitted estimator
+    never validates them again). The method runs with nested validation skipped when
+    ``prefer_skip_nested_validation`` (as ``_fit_context``); the undecorated method is
+    ``wrapper.__wrapped__``."""
 
     def decorator(method):
         validated = _fit_context(prefer_skip_nested_validation=prefer_skip_nested_validation)(method)
 
         @functools.wraps(method)
         def wrapper(estimator, *args, **kwargs):
-            if "n_samples_seen_" not in estimator.__dict__:  # starts a stream: validated
-                return validated(estimator, *args, **kwargs)
+            if "n_samples_seen_" not in estimator.__dict__ or not _params_unchanged(estimator):
+                out = validated(estimator, *args, **kwargs)
+                _remember_params(estimator)  # (after a call that passed validation)
+                return out
             skip = sklearn.get_config().get("skip_parameter_validation", False)
             with sklearn.config_context(skip_parameter_validation=prefer_skip_nested_validation or skip):
                 return method(estimator, *args, **kwargs)
