@@ -655,6 +655,28 @@ def test_givens_state_mapped_read_only_by_a_worker():
         np.testing.assert_array_equal(coef, expected)
 
 
+def test_short_window_learn_one_in_a_worker_whose_targets_are_mapped():
+    # Regression: the single-row path made the state private only when the rows' array
+    # was mapped; with many targets the targets' array is the one above joblib's 1 MB
+    # threshold, mapped read-only in the worker ("assignment destination is read-only")
+    from joblib import Parallel, delayed
+
+    rng = np.random.default_rng(22)
+    Z, Y = rng.normal(size=(24, 40)), rng.normal(size=(24, 20000))
+    reg = QREWRLSRegressor(20).fit(Z[:20], Y[:20])
+    assert reg._solver.buf.Y.nbytes > 1e6 > reg._solver.buf.Zh.nbytes  # the case under test
+
+    def learn(r):
+        for t in range(20, 24):
+            r.learn_one(Z[t], Y[t])
+        return r.coef_
+
+    out = Parallel(n_jobs=2, backend="loky", max_nbytes="1M")(delayed(learn)(reg) for _ in range(2))
+    expected = learn(copy.deepcopy(reg))
+    for coef in out:
+        np.testing.assert_array_equal(coef, expected)
+
+
 def test_missing_targets_are_reported_as_such():
     Z, y = abo_features(8, 40)
     with pytest.raises(ValueError, match="NaN or infinity"):

@@ -26,9 +26,7 @@ from .._streaming._base import (
     check_stream_params,
     enclosing_call,
     on_rollback,
-    make_private,
     make_private_once,
-    needs_private,
     stream_lock,
 )
 from .._streaming._validation import check_one_row, check_one_target
@@ -221,8 +219,8 @@ class QREWRLSRegressor(
                 check_stream_params(self)
             x, norm = check_one_row(x, n_features=self.n_features_in_, return_norm=True)
             yv = check_one_target(y, n_targets=self._n_targets)
-            if needs_private(solver.buf.Zh):  # loaded with mmap_mode="r" or "r+" (Zh: the largest)
-                make_private(solver)
+            # loaded with mmap_mode="r" or "r+", or in a joblib worker (see _checkpoint)
+            make_private_once(solver)
             record = solver.save_one()
             before = {"coef_": self.coef_, "n_samples_seen_": self.n_samples_seen_}
             try:
