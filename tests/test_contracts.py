@@ -643,3 +643,21 @@ def test_prequential_predict_validates_the_parameters_when_they_may_have_changed
             call()
         assert pickle.dumps(est) == before
     assert len(calls) == 3  # both calls validated
+
+
+def test_parameters_not_validated_under_a_global_switch_are_validated_later():
+    # a call made with scikit-learn's parameter validation switched off does not count
+    # as validated: the next call outside the switch validates the same parameters
+    # (n_jobs may change mid-stream, so only validation refuses 1.5)
+    import sklearn
+
+    X, y = stream()
+    est = clone(ESTIMATORS["ensemble"])
+    so.prequential_predict(est, X[:10], y[:10])
+    est.set_params(n_jobs=1.5)
+    with sklearn.config_context(skip_parameter_validation=True):
+        so.prequential_predict(est, X[10:20], y[10:20])  # not validated: learned
+    before = pickle.dumps(est)
+    with pytest.raises(ValueError, match="n_jobs"):
+        so.prequential_predict(est, X[20:30], y[20:30])
+    assert pickle.dumps(est) == before

@@ -868,11 +868,12 @@ def prequential_context(*, prefer_skip_nested_validation):
 
         @functools.wraps(method)
         def wrapper(estimator, *args, **kwargs):
+            skip = sklearn.get_config().get("skip_parameter_validation", False)
             if "n_samples_seen_" not in estimator.__dict__ or not _params_unchanged(estimator):
                 out = validated(estimator, *args, **kwargs)
-                _remember_params(estimator)  # (after a call that passed validation)
+                if not skip:  # (a call that passed validation, not one that skipped it)
+                    _remember_params(estimator)
                 return out
-            skip = sklearn.get_config().get("skip_parameter_validation", False)
             with sklearn.config_context(skip_parameter_validation=prefer_skip_nested_validation or skip):
                 return method(estimator, *args, **kwargs)
 
