@@ -27,7 +27,7 @@ import time
 import numpy as np
 
 from sklearn_orfit import QREWRLSRegressor, prequential_predict
-from sklearn_orfit.utils.benchmarking import blas_threads, header_line, machine_header, write_results
+from sklearn_orfit.utils.benchmarking import best_of, blas_threads, header_line, machine_header, write_results
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 CONFIGS = [(20, 64, 1.0, 0.0), (100, 64, 0.99, 0.0), (200, 1024, 1.0, 1e-6), (1000, 4096, 1.0, 0.0)]
@@ -58,15 +58,15 @@ def run(N, D, lam, alpha, Z, y, how, k):
 
 
 def floor_seconds(Z, N, D, reps=2000):
+    """One ``N×D`` matrix–vector product (``D×D`` when ``D < N``), best of 5 rounds."""
     M = Z[:N] if D >= N else Z[:D, :D] @ Z[:D, :D].T
     v = Z[N - 1].copy() if D >= N else Z[N - 1, :D].copy()
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.perf_counter()
+
+    def products():
         for _ in range(reps):
             M @ v
-        best = min(best, (time.perf_counter() - t0) / reps)
-    return best
+
+    return best_of(products, 5) / reps
 
 
 def main(argv=None):

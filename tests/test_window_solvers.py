@@ -881,14 +881,13 @@ _GRADED_KNOWN = {  # (kind, lam, alpha, N): outside max(bound, float64's error) 
 _GRADED_LAM_ALPHA = [(1.0, 0.0), (0.9, 0.0), (0.9, 1e-9), (1.0, 1e-9)]
 
 
-def _known_defects(cases, known, what):
+def _known_defects(cases, known):
     """``cases`` as pytest params with the factor each may be outside (``allowed``): 1, or
     for a known defect (issue 23, open) 3 times the largest factor measured, so that the
     test fails when the defect grows. (Not expected failures: the factors depend on the
     BLAS build's rounding — 1.4 on one machine, within the bound on another — so an
     expected failure would pass on some machines, and a factor measured on one machine
     can double on another.)"""
-    del what  # (named in the tables' comments)
     for case in cases:
         allowed = 3.0 * known[case] if case in known else 1.0
         yield pytest.param(*case, allowed, id="-".join(map(str, case)) + (f"-known{known[case]:g}x" if case in known else ""))
@@ -898,8 +897,9 @@ def _graded_cases():
     # N: D < N < 2D is SlidingQR's rows; N ≥ 2D SlidingR
     cases = [(kind, lam, alpha, N) for kind in ("mixed", "mixed_duplicated")
              for lam, alpha in _GRADED_LAM_ALPHA for N in (12, 40)]
-    yield from _known_defects(cases, _GRADED_KNOWN, "tall windows of row blocks scaled 10^±3 with "
-                              "repeated rows (the slid orthogonal factors)")
+    # known defects: tall windows of row blocks scaled 10^±3 with repeated rows (the slid
+    # orthogonal factors)
+    yield from _known_defects(cases, _GRADED_KNOWN)
 
 
 @pytest.mark.parametrize("kind, lam, alpha, N, allowed", list(_graded_cases()))
@@ -933,8 +933,9 @@ _GRADED_WIDE_KNOWN = {
 
 def _graded_wide_cases():
     cases = [(lam, alpha, N, D) for lam, alpha in _GRADED_LAM_ALPHA for N, D in ((12, 24), (20, 21))]
-    yield from _known_defects(cases, _GRADED_WIDE_KNOWN, "wide windows of row blocks scaled 10^±3 "
-                              "with repeated rows (every route, a fresh fit of the window too)")
+    # known defects: wide windows of row blocks scaled 10^±3 with repeated rows (every
+    # route, a fresh fit of the window too)
+    yield from _known_defects(cases, _GRADED_WIDE_KNOWN)
 
 
 @pytest.mark.parametrize("lam, alpha, N, D, allowed", list(_graded_wide_cases()))
