@@ -450,6 +450,49 @@ def test_dual_refinement_route_matches_oracle(lam, alpha):
     np.testing.assert_allclose(solver.coef(), o_beta, atol=max(1e-9, 100 * EPS * kappa[-1]) * np.abs(o_beta).max())
 
 
+@pytest.mark.parametrize("N, lam, alpha", [(100, 0.9, 0.0), (200, 0.9, 0.0), (200, 1.0, 1e-6)])
+def test_primal_refinement_route_on_smooth_features(N, lam, alpha):
+    # D < N with smooth features: Gram condition estimates between 1e6 and 1e9, where a
+    # window is refined against its rows (in a call, between calls and for coef_)
+    from sklearn_orfit import RandomFourierFeatures
+    from sklearn_orfit.datasets import make_abo_series, make_lagged
+
+    X, y = make_lagged(make_abo_series(610, random_state=0), 7)
+    Z = RandomFourierFeatures(64, sigma=0.5, random_state=0).fit_transform(X)
+    solver = PrimalSolver(window_size=N, n_features=64, n_targets=1, forgetting_factor=lam, alpha=alpha)
+    pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 250), (250, 251), (251, 600)]])
+    assert solver.n_refined > 40
+    o_beta, kappa = assert_oracle(pred, Z[:600], y[:600], N, lam, alpha)
+    np.testing.assert_allclose(solver.coef(), o_beta, atol=max(1e-9, 100 * EPS * kappa[-1]) * np.abs(o_beta).max())
+
+
+@pytest.mark.parametrize("lam, alpha, spread", [(1.0, 0.0, 3.5), (0.95, 0.0, 3.5), (1.0, 1e-9, 3.5),
+                                                 (0.9, 1e-6, 3.5), (0.95, 1e-9, 4.0)])
+def test_primal_refinement_route_matches_oracle(lam, alpha, spread):
+    # singular values spread over 10^spread (Gram condition ≈ 10^7–10^8, the core's
+    # too): every full window is refined against its rows (a ridge with forgetting: each
+    # window's own matrix, D ≤ 64). Without the refinement step the worst steps of
+    # (1.0, 1e-9) and (0.95, 1e-9) are 8 and 4 bound units off; refined, about 1e-5 —
+    # in calls (windows refined together) and through coef_ (one window alone)
+    D, N, T = 16, 60, 400
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
+    Z = rng.normal(size=(T, D)) * np.logspace(0, -spread, D) @ Q
+    y = Z @ rng.normal(size=D) + 0.01 * rng.normal(size=T)
+    solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
+    pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 150), (150, 151), (151, T)]])
+    assert solver.n_refined > 300 and solver.n_orthogonal < 30
+    assert_oracle(pred, Z, y, N, lam, alpha)
+    # the same predictions from coef_ of each window, refined alone (rows learned one at
+    # a time without predictions)
+    solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
+    solver.update(Z[:1], y[:1, None], predict=False)
+    for t in range(1, T):
+        pred[t] = Z[t] @ solver.coef()
+        solver.update(Z[t : t + 1], y[t : t + 1, None], predict=False)
+    assert_oracle(pred, Z, y, N, lam, alpha)
+
+
 @pytest.mark.parametrize("lam", [1.0, 0.9])
 def test_primal_window_gram_invariant(lam):
     # invariant (_WindowGram): at a block's start e^L·M = Σ_window λ^age s² ẑẑᵀ and

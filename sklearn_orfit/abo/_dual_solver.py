@@ -34,7 +34,7 @@ from scipy.linalg import lapack
 
 from .._docstrings import fill_doc
 from ._window import normalise_rows
-from ._kernels import GRAM_KAPPA_MAX, cholesky, lstsq_cutoff, solve_shifted, solve_stack
+from ._kernels import GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, cholesky, lstsq_cutoff, solve_shifted, solve_stack
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
     forgetting_block_size, weight_block_size,
@@ -45,12 +45,6 @@ __all__ = ["DualSolver", "default_block_size", "direct_block_size", "iteration_b
 _EPS = np.finfo(np.float64).eps
 # a ridge shift α/s² above this decouples the row: its influence is below rounding
 _SHIFT_MAX = 1e200
-#: Windows whose Gram matrix's condition estimate lies between GRAM_KAPPA_MAX and this
-#: take one step of refinement with the residual computed from the rows themselves
-#: (corrected seminormal equations): the step contracts the Gram route's error by about
-#: κ·eps ≤ 2e-7; measured within the oracle bound up to that limit (the residual is itself
-#: rounded, which is why the limit is not higher).
-KAPPA_REFINE_MAX = 1e9
 
 #: Largest number of window rows for which a ridge with forgetting may form and solve each
 #: window's own matrix ``P + δΣ`` (see :meth:`DualSolver._direct_block_size`): this many,

@@ -56,6 +56,13 @@ EPS = np.finfo(np.float64).eps
 #: conditioned windows are recomputed on the orthogonal route.
 GRAM_KAPPA_MAX = 1e6
 
+#: Windows whose Gram matrix's condition estimate (dual and primal routes) lies between GRAM_KAPPA_MAX and this
+#: take one step of refinement with the residual computed from the rows themselves
+#: (corrected seminormal equations): the step contracts the Gram route's error by about
+#: κ·eps ≤ 2e-7; measured within the oracle bound up to that limit (the residual is itself
+#: rounded, which is why the limit is not higher).
+KAPPA_REFINE_MAX = 1e9
+
 #: Steps of :func:`solve_shifted` before a window is sent to the orthogonal route (with
 #: shifts within 1.25 of the reference its error falls by at least 9 a step: ≈ 17 steps
 #: to ``eps`` in the worst case).

@@ -19,21 +19,25 @@ rows). With ``r_p = L_A⁻¹ ẑ_p`` computed once per row, ``T_pq = r_p·r_q`` 
     S_I⁻¹ = L_A⁻ᵀ (I − R_I ν C⁻¹ ν R_Iᵀ) L_A⁻¹,    C = I + ν T_II ν   (SPD, ≥ I)
 
 so a prediction costs ``O(D·b + b³)`` and the coefficients one more triangular solve;
-``C`` is factorised from scratch for every window (no recursion, no drift). Windows too
-ill-conditioned for the normal equations (condition estimate above
-:data:`GRAM_KAPPA_MAX`), or whose periphery so outweighs the core that Woodbury's
-subtraction cancels (``‖S_I‖·‖S_A⁻¹‖`` above :data:`WOODBURY_KAPPA_MAX`), go to the
-orthogonal route (:class:`SlidingR` for a window of at least ``2D`` rows,
-:class:`SlidingQR` otherwise).
+``C`` is factorised from scratch for every window (no recursion, no drift). A window
+whose condition estimate lies between :data:`GRAM_KAPPA_MAX` and
+:data:`KAPPA_REFINE_MAX` (or whose core's exceeds :data:`GRAM_KAPPA_MAX`) takes one
+step of refinement with its normal residual computed from its rows (corrected
+seminormal equations, ``O(N_eff·D)``, ``N_eff`` the rows not aged below rounding). Windows
+worse than that, or whose periphery so outweighs the core that Woodbury's subtraction
+cancels (``‖S_I‖·‖S_A⁻¹‖`` above :data:`WOODBURY_KAPPA_MAX`), go to the orthogonal route
+(:class:`SlidingR` for a window of at least ``2D`` rows, :class:`SlidingQR` otherwise).
+A ridge with forgetting refines only where each window's matrix is formed
+(:func:`direct_shifts`).
 """
 
 import numpy as np
 from scipy.linalg import lapack
 
 from .._docstrings import fill_doc
-from ._kernels import GRAM_KAPPA_MAX, cholesky, probes, solve_shifted, solve_stack
+from ._kernels import EPS, GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, cholesky, probes, solve_shifted, solve_stack
 from ._window_solvers import (
-    FAST, ORTHOGONAL, CoreBlockSolver, ReferenceWindow, _principal_blocks,
+    FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
     forgetting_block_size, weight_block_size,
 )
 
@@ -99,7 +103,7 @@ class _PrimalBlock(ReferenceWindow):
     # periphery arrays, by the axes their periphery position runs along: the restore of an
     # interrupted call zeroes them beyond the restored counter ``m`` (as when created)
     PERIPHERY = {"slot": (0,), "R": (1,), "T": (0, 1), "nu": (0,), "wy": (0,), "e": (0,),
-                 "rphi": (0,), "zd2": (0,), "U": (1,)}
+                 "rphi": (0,), "zd2": (0,), "U": (1,), "log_w": (0,)}
 
     def __init__(self, *, buf, block_size, lam, alpha, c, gram, direct):
         self.buf = buf
@@ -120,6 +124,7 @@ class _PrimalBlock(ReferenceWindow):
         self.age0 = np.arange(buf.n - 1, -1, -1, dtype=float)
         # the window's weighted Gram matrix, relative to c0 = e^L (see _WindowGram)
         self.log_c0 = gram.L
+        self._core_w = None  # the core rows' weights (ring_weights), when first asked
         old = self.slot[: self.ell]
         self.old_rows = (buf.Zh[old].copy(), buf.s[old].copy(), self.age0[: self.ell].copy())
         self.old_y = buf.Y[old].copy()
@@ -145,8 +150,16 @@ class _PrimalBlock(ReferenceWindow):
         self.U = np.zeros((D if self.direct else 0, P), order="F")
         # the core itself must be well conditioned (its factor is what every window's
         # solve and condition probe go through): LAPACK's 1-norm estimate, allowed the
-        # factor D by which κ₁ may exceed κ₂, against GRAM_KAPPA_MAX
-        self.L, self.core_ok, self.inv_SA = cholesky(S, kappa_max=GRAM_KAPPA_MAX * S.shape[0], inverse_norm=True)
+        # factor D by which κ₁ may exceed κ₂, against the largest condition a window may
+        # have (KAPPA_REFINE_MAX where windows may be refined, else GRAM_KAPPA_MAX)
+        # have (KAPPA_REFINE_MAX where windows may be refined, else GRAM_KAPPA_MAX). Only
+        # windows of a core within GRAM_KAPPA_MAX may take the fast route: Woodbury's
+        # rounding grows with the core's condition, which the probes cannot see
+        refines = not self.forgets or self.direct  # (see PrimalSolver._solve_windows)
+        kappa_max = (KAPPA_REFINE_MAX if refines else GRAM_KAPPA_MAX) * D
+        anorm = np.abs(S).sum(axis=0).max(initial=0.0)
+        self.L, self.core_ok, self.inv_SA = cholesky(S, kappa_max=kappa_max, inverse_norm=True)
+        self.core_fast = bool(self.core_ok and anorm * self.inv_SA <= GRAM_KAPPA_MAX * D)
         # h_A = L_A⁻¹ (b_A/d),  b_A = Σ_A w s y ẑ (relative to c0)
         # b_A = Σ_A w s y ẑ = (the window's, carried) − (the old periphery rows')
         Zo, so, ao = self.old_rows
@@ -160,6 +173,7 @@ class _PrimalBlock(ReferenceWindow):
         self.e = np.zeros((P, c))  # r_p·h_A
         self.rphi = np.zeros((P, 2))  # r_p·φ
         self.zd2 = np.zeros(P)  # ‖ẑ_p/d‖², for ‖S‖_F
+        self.log_w = np.zeros(P)  # log λ^age of each periphery row (relative to the block's start)
         self._enter(buf.Zh[old], buf.s[old], buf.Y[old], log_w=self.age0[: self.ell] * self.log_lam)
 
     def _fwd(self, V):
@@ -193,7 +207,28 @@ class _PrimalBlock(ReferenceWindow):
         self.e[new] = R.T @ self.h
         self.rphi[new] = R.T @ self.phi
         self.zd2[new] = np.einsum("ij,ij->i", Zd, Zd)
+        self.log_w[new] = log_w
         self.m += n
+
+    def ring_weights(self, lo, hi):
+        """``λ^age / c0`` of the window ``core + periphery[lo, hi)`` by ring slot (zero for
+        slots outside it): the weights its rows have in the block's equations."""
+        w = np.zeros(self.buf.N)
+        w[self.slots_A] = self.core_weights()
+        w[self.slot[lo:hi]] = self.periphery_weights(np.arange(lo, hi))
+        return w
+
+    def core_weights(self):
+        """``λ^age / c0`` of the core's rows (by :attr:`slots_A`)."""
+        if self._core_w is None:
+            with np.errstate(under="ignore"):
+                self._core_w = np.exp(self.age0[self.ell :] * self.log_lam - self.log_c0)
+        return self._core_w
+
+    def periphery_weights(self, positions):
+        """``λ^age / c0`` of the periphery's rows at ``positions``."""
+        with np.errstate(under="ignore", over="ignore"):
+            return np.exp(self.log_w[positions] - self.log_c0)
 
     def capacitance(self, I):
         """``C = I + ν T_II ν`` for the periphery range ``I``."""
@@ -305,7 +340,8 @@ class PrimalSolver(CoreBlockSolver):
     -----
     Per row: one triangular solve with the ``D×D`` core factor for the new row and two for
     the condition probes (``O(D²)``), ``O(D·b + b³)`` for the periphery, and
-    ``O(N·D²/b + D³/b)`` amortised for the core. Memory: the window (``N×D``), the core
+    ``O(N·D²/b + D³/b)`` amortised for the core; a window refined against its rows adds
+    ``O(N·D + b³)`` (``O(D³)`` for a ridge with forgetting). Memory: the window (``N×D``), the core
     factor (``D×D``) and the periphery (``O(D·b + b²)``).
     """
 
@@ -319,6 +355,7 @@ class PrimalSolver(CoreBlockSolver):
         )
         # a ridge with forgetting solved window by window (fixed for the stream)
         self.direct = direct_shifts(window_size, n_features, forgetting_factor, alpha)
+        self.n_refined = 0  # windows refined against the rows (between the two routes)
 
     def _new_block(self):
         if self.block is None:
@@ -410,31 +447,190 @@ class PrimalSolver(CoreBlockSolver):
                 with np.errstate(invalid="ignore", divide="ignore"):
                     kappa = blk.widen_kappa(kappa, delta, blk.n_ridge / norm)
                     woodbury = blk.widen_kappa(woodbury, delta, blk.n_ridge / norm)
-            r = np.where((kappa <= GRAM_KAPPA_MAX) & (woodbury <= WOODBURY_KAPPA_MAX) & solved, FAST, ORTHOGONAL)
             if blk.forgets:
-                fast = np.flatnonzero(r == FAST)
-                X, ok = self._forgetting_ridge(blk, idx[fast], valid[fast], nu[fast], C[fast], wy[fast],
-                                               m_y[fast], delta[fast])
+                # window j's matrix is P + δΣ: refined against its rows where that matrix
+                # is formed and factorised window by window (blk.direct; see _refined)
+                refine = KAPPA_REFINE_MAX if blk.direct else 0.0
+            else:
+                refine = KAPPA_REFINE_MAX
+            fast = (kappa <= GRAM_KAPPA_MAX) & blk.core_fast
+            r = np.where(fast, FAST, np.where(kappa <= refine, REFINE, ORTHOGONAL))
+            r[(woodbury > WOODBURY_KAPPA_MAX) | ~solved] = ORTHOGONAL
+            if blk.forgets:
+                fast = np.flatnonzero(r != ORTHOGONAL)
+                X, ok, direct = self._forgetting_ridge(blk, idx[fast], valid[fast], nu[fast], C[fast], wy[fast],
+                                                       m_y[fast], delta[fast])
                 r[fast[~ok]] = ORTHOGONAL
                 route[sel] = r
+                refined = np.zeros(r.size, dtype=bool)
                 if new is not None:
                     # ŷ/s = (ẑ/d)·x = r_newᵀ X,  X = Lᵀx
                     Rn = blk.R[:, new[sel][fast]]  # (D, nw)
                     pred[sel.start + fast] = np.einsum("dw,dwc->wc", Rn, X)
+                    k = np.flatnonzero(r[fast] == REFINE)  # (direct: each window's M and x)
+                    if seg is not None and k.size:
+                        w = fast[k]
+                        x, M = direct[0][k], direct[1][k]
+                        ridge = (1.0 + delta[w])[:, None] * (blk.ridge * blk.d * blk.d)[None, :]
+
+                        def correct(G, M=M):  # δβ = d⁻¹ M⁻¹ (g/d)
+                            return solve_stack(M, G / blk.d[None, :, None])[0] / blk.d[None, :, None]
+
+                        pred[sel.start + w] = self._refine_windows(blk, idx[w], valid[w], new[sel][w], seg,
+                                                                   x / blk.d[None, :, None], ridge, correct)
+                        refined[w] = True
+                        route[sel.start + w] = FAST
                 for k in np.flatnonzero(ok):  # X: the fast windows' solutions
                     w = fast[k]
-                    if new is None or (keep is not None and keep[sel.start + w]):
+                    if refined[w]:
+                        continue  # (the refined solution is not kept: see _segment's inert rows)
+                    if r[w] == REFINE:  # (direct: the window's own matrix and solution)
+                        parts[sel.start + w] = _Scaled(X[:, k], x=direct[0][k], M=direct[1][k], delta=delta[w])
+                    elif new is None or (keep is not None and keep[sel.start + w]):
                         parts[sel.start + w] = _Scaled(X[:, k])
                 continue
             route[sel] = r
+            refined = np.zeros(r.size, dtype=bool)
             if new is not None:
                 # ŷ/s = ρ·h_A + t_I·(w s y)_I − (ν∘t_I)ᵀ m,  t = the new row's T row
                 t = np.where(valid, blk.T[new[sel, None], idx], 0.0)
                 pred[sel] = blk.e[new[sel]] + np.einsum("wi,wic->wc", t, wy) - np.einsum("wi,wic->wc", t * nu, m_y)
+                w = np.flatnonzero(r == REFINE)
+                if seg is not None and w.size:
+                    pred[sel.start + w] = self._refine_windows(
+                        blk, idx[w], valid[w], new[sel][w], seg, self._betas(blk, idx[w], valid[w], nu[w], wy[w], m_y[w]),
+                        np.broadcast_to(blk.ridge * blk.d * blk.d, (w.size, self.D)),
+                        lambda G, w=w: self._woodbury_solve(blk, idx[w], valid[w], nu[w], C[w], G))
+                    refined[w] = True
+                    route[sel.start + w] = FAST
             for w, i in enumerate(range(sel.start, sel.stop)):
-                if new is None or (keep is not None and keep[i]):
+                if refined[w]:
+                    continue  # (the refined solution is not kept: see _segment's inert rows)
+                if new is None or r[w] == REFINE or (keep is not None and keep[i]):
                     parts[i] = (nu[w][:, None] * m_y[w])[valid[w]]
         return route, pred, parts
+
+    def _scatter(self, blk, idx, valid, V):
+        """``(nw, H, c)`` values by window and periphery position → ``(P, nw·c)``, zero
+        outside each window."""
+        nw, c = idx.shape[0], V.shape[2]
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+        out = np.zeros((blk.slot.size, nw, c))
+        out[idx[valid], w_of[valid]] = V[valid]
+        return out.reshape(blk.slot.size, nw * c)
+
+    def _betas(self, blk, idx, valid, nu, wy, m_y):
+        """``β`` of windows on the fast route's formula (:meth:`_coef`), ``(nw, D, c)``."""
+        nw, c = idx.shape[0], self.c
+        W = np.tile(blk.h, nw) + blk.R @ self._scatter(blk, idx, valid, wy - nu[:, :, None] * m_y)
+        beta = lapack.dtrtrs(blk.L, W, lower=1, trans=1)[0] / blk.d[:, None]
+        return np.moveaxis(beta.reshape(self.D, nw, c), 0, 1)
+
+    def _woodbury_solve(self, blk, idx, valid, nu, C, G):
+        """``S_w⁻¹ g_w`` for windows ``w`` (``G`` of shape ``(nw, D, c)``, unscaled):
+        ``d⁻¹ L⁻ᵀ (u − R_I ν C⁻¹ ν R_Iᵀ u)``, ``u = L⁻¹ (g/d)``."""
+        nw, c, D = idx.shape[0], self.c, self.D
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+        u = blk._fwd(np.moveaxis(G, 0, 1).reshape(D, nw * c) / blk.d[:, None])
+        t = (blk.R.T @ u).reshape(-1, nw, c)[idx, w_of] * (nu * valid)[:, :, None]
+        m = solve_stack(C, t)[0]
+        u = u - blk.R @ self._scatter(blk, idx, valid, nu[:, :, None] * m)
+        dbeta = lapack.dtrtrs(blk.L, u, lower=1, trans=1)[0] / blk.d[:, None]
+        return np.moveaxis(dbeta.reshape(D, nw, c), 0, 1)
+
+    def _refine_windows(self, blk, idx, valid, new, seg, beta, ridge, correct):
+        """One step of refinement (as :meth:`_refined`) for several windows of a segment,
+        as matrix products; returns the predictions ``/s`` of their new rows.
+
+        The windows are ``core + periphery[idx]`` (``valid`` marks real positions);
+        positions before ``seg["m0"]`` are rows in the ring (not yet overwritten: a row
+        leaves the window before its slot is reused), later ones the segment's rows.
+        ``beta`` ``(nw, D, c)`` are their solutions, ``ridge`` ``(nw, D)`` their ridges
+        (relative to ``c0``) and ``correct(G)`` solves their matrices for the normal
+        residuals ``G``.
+        """
+        buf, m0, c, D = self.buf, seg["m0"], self.c, self.D
+        nw = idx.shape[0]
+        self.n_refined += nw
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+        wp = blk.periphery_weights(idx)
+        in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
+        # the windows' weights λ^age/c0 by ring slot and by segment row (zero outside)
+        Wr = np.zeros((buf.N, nw))
+        Wr[blk.slots_A] = blk.core_weights()[:, None]
+        Wr[blk.slot[idx[in_ring]], w_of[in_ring]] = wp[in_ring]
+        Ws = np.zeros((seg["Zh"].shape[0], nw))
+        Ws[(idx - m0)[in_seg], w_of[in_seg]] = wp[in_seg]
+        sources = [(buf.Zh, buf.s, buf.Y, Wr), (seg["Zh"], seg["s"], seg["Y"], Ws)]
+        # rows whose term is negligible for every window are left out (see _refined)
+        bnorm = np.abs(beta).sum(axis=1).max(axis=1)  # (nw,)
+        with np.errstate(over="ignore", invalid="ignore"):
+            bounds = [W * s[:, None] * (np.abs(Y).max(axis=1)[:, None] + s[:, None] * bnorm[None, :])
+                      for _, s, Y, W in sources]
+        top = np.max([b.max(axis=0, initial=0.0) for b in bounds], axis=0)  # (nw,)
+        B = np.moveaxis(beta, 0, 1).reshape(D, nw * c)
+        # g_w = Σ_i w_i s_i ẑ_i (y_i − s_i ẑ_i·β_w) − α'_w β_w
+        G = -ridge[:, :, None] * beta
+        for (Zh, s, Y, W), bound in zip(sources, bounds):
+            rows = np.flatnonzero((bound > EPS / buf.N * top[None, :]).any(axis=1))
+            if not rows.size:
+                continue
+            Zr, sr = Zh[rows], s[rows]
+            res = Y[rows][:, None, :] - sr[:, None, None] * (Zr @ B).reshape(rows.size, nw, c)
+            G += np.moveaxis((Zr.T @ ((W[rows] * sr[:, None])[:, :, None] * res).reshape(rows.size, nw * c))
+                             .reshape(D, nw, c), 0, 1)
+        beta = beta + correct(G)
+        return np.einsum("wd,wdc->wc", seg["Zh"][new - m0], beta)
+
+    def _refined(self, blk, lo, hi, nu_m, k=None):
+        """One step of refinement of the window ``core + periphery[lo, hi)`` against its
+        rows (corrected seminormal equations).
+
+        ``β`` from the block (:meth:`_coef`), then ``β ← β + S⁻¹ g`` with the normal
+        residual computed from the rows themselves::
+
+            g = Σ_i w_i s_i ẑ_i (y_i − s_i ẑ_i·β) − α' β     (α' the ridge relative to c0)
+
+        (two products with the ring, ``O(N·D)``) and ``S⁻¹`` through the core factor and
+        the window's capacitance matrix (Woodbury, as the fast route). The step contracts
+        the fast route's error by about ``κ·eps``. Returns ``k·β`` (``k`` the new row,
+        unit) or ``β``. The rows are all in the ring (see :meth:`_window_beta`).
+        """
+        buf, I = self.buf, slice(lo, hi)
+        self.n_refined += 1
+        scaled = isinstance(nu_m, _Scaled)
+        # (a ridge with forgetting: the window's matrix M = P + δΣ, and its solution x = dβ)
+        beta = nu_m.x / blk.d[:, None] if scaled else self._coef(blk, nu_m, lo, hi)
+        ridge = (1.0 + nu_m.delta if scaled else 1.0) * blk.ridge * blk.d * blk.d
+        # invariant after: Sβ = b to rounding of the residual's (g computed from the rows)
+        ws = blk.ring_weights(lo, hi) * buf.s
+        # rows whose term of g is at most w s (|y| + s‖β‖) ≤ eps·max(that)/N add less than
+        # g's own rounding (≈ eps·Σ of those bounds) and are left out: with forgetting,
+        # the rows aged below rounding (λ = 0.9: all but the newest ≈ 400)
+        with np.errstate(over="ignore", invalid="ignore"):
+            bound = ws * (np.abs(buf.Y).max(axis=1) + buf.s * np.abs(beta).sum(axis=0).max())
+        rows = np.flatnonzero(bound > EPS / buf.N * bound.max(initial=0.0))
+        Zh, s_, ws = buf.Zh[rows], buf.s[rows], ws[rows]
+        res = buf.Y[rows] - s_[:, None] * (Zh @ beta)
+        g = Zh.T @ (ws[:, None] * res) - ridge[:, None] * beta
+        if scaled:
+            return self._refine_direct(blk, nu_m, beta, g, k)
+        # S⁻¹g = d⁻¹ L⁻ᵀ (u − R_I ν C⁻¹ ν R_Iᵀ u),  u = L⁻¹ (g/d)
+        u = blk._fwd(g / blk.d[:, None])
+        nu, RI = blk.nu[I], blk.R[:, I]
+        if hi > lo:
+            m = solve_stack(blk.capacitance(I)[None], (nu[:, None] * (RI.T @ u))[None])[0][0]
+            u = u - RI @ (nu[:, None] * m)
+        beta = beta + lapack.dtrtrs(blk.L, u, lower=1, trans=1)[0] / blk.d[:, None]
+        return k @ beta if k is not None else beta
+
+    def _refine_direct(self, blk, sol, beta, g, k):
+        """The correction of :meth:`_refined` for a ridge with forgetting solved directly:
+        ``β ← β + d⁻¹ M⁻¹ (g/d)``, ``M`` the window's scaled matrix."""
+        dx, solved = solve_stack(sol.M[None], (g / blk.d[:, None])[None])
+        if solved[0]:
+            beta = beta + dx[0] / blk.d[:, None]
+        return k @ beta if k is not None else beta
 
     def _forgetting_ridge(self, blk, idx, valid, nu, C, wy, m_y, delta):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = b`` for the windows ``w``.
@@ -445,7 +641,8 @@ class PrimalSolver(CoreBlockSolver):
         Iterated on ``X = Lᵀx`` (then ``ŷ/s = r_newᵀX``): a step is two triangular solves
         with the core factor and one product with each window's ``C⁻¹``.
 
-        Returns ``X`` of shape ``(D, nw, c)`` and which windows converged.
+        Returns ``X`` of shape ``(D, nw, c)``, which windows converged and, solved
+        directly (:meth:`_forgetting_ridge_direct`), ``(x, M)`` of every window (else None).
         """
         if blk.direct:
             return self._forgetting_ridge_direct(blk, idx, valid, nu, wy, delta)
@@ -473,7 +670,7 @@ class PrimalSolver(CoreBlockSolver):
             return np.abs(x[0]).reshape(D, nw, c).max(axis=(0, 2), initial=0.0)
 
         (X,), ok = solve_shifted(apply_M, [X0], [np.repeat(delta, c)[None, :]], size)
-        return X.reshape(D, nw, c), ok
+        return X.reshape(D, nw, c), ok, None
 
     def _forgetting_ridge_direct(self, blk, idx, valid, nu, wy, delta):
         """A ridge with forgetting at small ``D``: each window's matrix, factorised.
@@ -484,7 +681,9 @@ class PrimalSolver(CoreBlockSolver):
 
         (``S_A`` with the reference ridge, the periphery range ``I`` of the window), by
         one LU solve of the ``D×D`` stack (``O(D²·H + D³)`` a window, nothing iterated).
-        Returns ``X = Lᵀx`` as :meth:`_forgetting_ridge` and which windows were solved.
+        Returns ``X = Lᵀx`` as :meth:`_forgetting_ridge`, which windows were solved, and
+        ``(x, M)``: the solutions ``(nw, D, c)`` and matrices ``(nw, D, D)`` (for
+        :meth:`_refined`).
         """
         nw, c, D = idx.shape[0], self.c, self.D
         U = np.moveaxis(blk.U[:, idx], 0, 1)  # (nw, D, H); padding: ν = 0, w s y = 0
@@ -495,7 +694,7 @@ class PrimalSolver(CoreBlockSolver):
         rhs = (blk.b_A / blk.d[:, None])[None] + U @ wy
         x, solved = solve_stack(M, rhs)  # (nw, D, c)
         X = blk.L.T @ np.moveaxis(x, 0, 1).reshape(D, nw * c)
-        return X.reshape(D, nw, c), solved
+        return X.reshape(D, nw, c), solved, (x, M)
 
     def _coef(self, blk, nu_m, lo, hi):
         if isinstance(nu_m, _Scaled):  # X = Lᵀx of the window (a ridge with forgetting)
@@ -507,7 +706,8 @@ class PrimalSolver(CoreBlockSolver):
 
 
 class _Scaled:
-    """``X = Lᵀ(dβ)`` of one window of a block (a ridge with forgetting)."""
+    """``X = Lᵀ(dβ)`` of one window of a block (a ridge with forgetting); for a window to
+    refine, also ``x = dβ``, its matrix ``M`` (``P + δΣ``, scaled) and ``δ``."""
 
-    def __init__(self, X):
-        self.X = X
+    def __init__(self, X, *, x=None, M=None, delta=0.0):
+        self.X, self.x, self.M, self.delta = X, x, M, delta

@@ -735,7 +735,7 @@ class CoreBlockSolver:
             route[held == 0] = FAST
             out[held == 0] = 0.0
         for i in range(n):
-            k = None
+            k = Zh[i]  # the refinement route's new row (the primal route's)
             if P_old is not None:
                 # the row's products with the ring when it is written: earlier new rows
                 # have replaced the slots they were written to
