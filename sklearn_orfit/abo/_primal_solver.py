@@ -124,7 +124,7 @@ class _PrimalBlock(ReferenceWindow):
         self.age0 = np.arange(buf.n - 1, -1, -1, dtype=float)
         # the window's weighted Gram matrix, relative to c0 = e^L (see _WindowGram)
         self.log_c0 = gram.L
-        self._core_w = None  # the core rows' weights (ring_weights), when first asked
+        self._core_w = None  # the core rows' weights (core_weights), when first asked
         old = self.slot[: self.ell]
         self.old_rows = (buf.Zh[old].copy(), buf.s[old].copy(), self.age0[: self.ell].copy())
         self.old_y = buf.Y[old].copy()
@@ -209,14 +209,6 @@ class _PrimalBlock(ReferenceWindow):
         self.zd2[new] = np.einsum("ij,ij->i", Zd, Zd)
         self.log_w[new] = log_w
         self.m += n
-
-    def ring_weights(self, lo, hi):
-        """``λ^age / c0`` of the window ``core + periphery[lo, hi)`` by ring slot (zero for
-        slots outside it): the weights its rows have in the block's equations."""
-        w = np.zeros(self.buf.N)
-        w[self.slots_A] = self.core_weights()
-        w[self.slot[lo:hi]] = self.periphery_weights(np.arange(lo, hi))
-        return w
 
     def core_weights(self):
         """``λ^age / c0`` of the core's rows (by :attr:`slots_A`)."""
@@ -472,12 +464,9 @@ class PrimalSolver(CoreBlockSolver):
                         w = fast[k]
                         x, M = direct[0][k], direct[1][k]
                         ridge = (1.0 + delta[w])[:, None] * (blk.ridge * blk.d * blk.d)[None, :]
-
-                        def correct(G, M=M):  # δβ = d⁻¹ M⁻¹ (g/d)
-                            return solve_stack(M, G / blk.d[None, :, None])[0] / blk.d[None, :, None]
-
-                        pred[sel.start + w] = self._refine_windows(blk, idx[w], valid[w], new[sel][w], seg,
-                                                                   x / blk.d[None, :, None], ridge, correct)
+                        beta = self._refine_windows(blk, idx[w], valid[w], seg, x / blk.d[None, :, None], ridge,
+                                                    lambda G, M=M: self._direct_solve(blk, M, G))
+                        pred[sel.start + w] = np.einsum("wd,wdc->wc", seg["Zh"][new[sel][w] - seg["m0"]], beta)
                         refined[w] = True
                         route[sel.start + w] = FAST
                 for k in np.flatnonzero(ok):  # X: the fast windows' solutions
@@ -497,10 +486,11 @@ class PrimalSolver(CoreBlockSolver):
                 pred[sel] = blk.e[new[sel]] + np.einsum("wi,wic->wc", t, wy) - np.einsum("wi,wic->wc", t * nu, m_y)
                 w = np.flatnonzero(r == REFINE)
                 if seg is not None and w.size:
-                    pred[sel.start + w] = self._refine_windows(
-                        blk, idx[w], valid[w], new[sel][w], seg, self._betas(blk, idx[w], valid[w], nu[w], wy[w], m_y[w]),
+                    beta = self._refine_windows(
+                        blk, idx[w], valid[w], seg, self._betas(blk, idx[w], valid[w], nu[w], wy[w], m_y[w]),
                         np.broadcast_to(blk.ridge * blk.d * blk.d, (w.size, self.D)),
                         lambda G, w=w: self._woodbury_solve(blk, idx[w], valid[w], nu[w], C[w], G))
+                    pred[sel.start + w] = np.einsum("wd,wdc->wc", seg["Zh"][new[sel][w] - seg["m0"]], beta)
                     refined[w] = True
                     route[sel.start + w] = FAST
             for w, i in enumerate(range(sel.start, sel.stop)):
@@ -538,16 +528,27 @@ class PrimalSolver(CoreBlockSolver):
         dbeta = lapack.dtrtrs(blk.L, u, lower=1, trans=1)[0] / blk.d[:, None]
         return np.moveaxis(dbeta.reshape(D, nw, c), 0, 1)
 
-    def _refine_windows(self, blk, idx, valid, new, seg, beta, ridge, correct):
-        """One step of refinement (as :meth:`_refined`) for several windows of a segment,
-        as matrix products; returns the predictions ``/s`` of their new rows.
+    def _direct_solve(self, blk, M, G):
+        """``S_w⁻¹ g_w`` for windows whose scaled matrices ``M`` ``(nw, D, D)`` are formed
+        (a ridge with forgetting, :meth:`_forgetting_ridge_direct`): ``d⁻¹ M⁻¹ (g/d)``."""
+        return solve_stack(M, G / blk.d[None, :, None])[0] / blk.d[None, :, None]
+
+    def _refine_windows(self, blk, idx, valid, seg, beta, ridge, correct):
+        """One step of refinement of windows against their rows (corrected seminormal
+        equations), as matrix products: ``β ← β + S⁻¹ g`` with the normal residual
+        computed from the rows themselves::
+
+            g = Σ_i w_i s_i ẑ_i (y_i − s_i ẑ_i·β) − α' β     (α' the ridge relative to c0)
+
+        (``O(N_eff·D)`` a window) and ``S⁻¹`` the route's own solve (``correct``). The
+        step contracts the fast route's error by about ``κ·eps``.
 
         The windows are ``core + periphery[idx]`` (``valid`` marks real positions);
         positions before ``seg["m0"]`` are rows in the ring (not yet overwritten: a row
-        leaves the window before its slot is reused), later ones the segment's rows.
-        ``beta`` ``(nw, D, c)`` are their solutions, ``ridge`` ``(nw, D)`` their ridges
-        (relative to ``c0``) and ``correct(G)`` solves their matrices for the normal
-        residuals ``G``.
+        leaves the window before its slot is reused), later ones the segment's rows
+        ``seg["Zh"]``. ``beta`` ``(nw, D, c)`` are their solutions, ``ridge`` ``(nw, D)``
+        their ridges and ``correct(G)`` solves their matrices for the residuals ``G``
+        ``(nw, D, c)``. Returns the refined ``β``.
         """
         buf, m0, c, D = self.buf, seg["m0"], self.c, self.D
         nw = idx.shape[0]
@@ -562,7 +563,9 @@ class PrimalSolver(CoreBlockSolver):
         Ws = np.zeros((seg["Zh"].shape[0], nw))
         Ws[(idx - m0)[in_seg], w_of[in_seg]] = wp[in_seg]
         sources = [(buf.Zh, buf.s, buf.Y, Wr), (seg["Zh"], seg["s"], seg["Y"], Ws)]
-        # rows whose term is negligible for every window are left out (see _refined)
+        # rows whose term of g is at most w s (|y| + s‖β‖) ≤ eps·max(that)/N add less than
+        # g's own rounding (≈ eps·Σ of those bounds) and are left out: with forgetting,
+        # the rows aged below rounding (λ = 0.9: all but the newest ≈ 400)
         bnorm = np.abs(beta).sum(axis=1).max(axis=1)  # (nw,)
         with np.errstate(over="ignore", invalid="ignore"):
             bounds = [W * s[:, None] * (np.abs(Y).max(axis=1)[:, None] + s[:, None] * bnorm[None, :])
@@ -579,57 +582,30 @@ class PrimalSolver(CoreBlockSolver):
             res = Y[rows][:, None, :] - sr[:, None, None] * (Zr @ B).reshape(rows.size, nw, c)
             G += np.moveaxis((Zr.T @ ((W[rows] * sr[:, None])[:, :, None] * res).reshape(rows.size, nw * c))
                              .reshape(D, nw, c), 0, 1)
-        beta = beta + correct(G)
-        return np.einsum("wd,wdc->wc", seg["Zh"][new - m0], beta)
+        # invariant after: Sβ = b to the rounding of g (computed from the rows)
+        return beta + correct(G)
 
     def _refined(self, blk, lo, hi, nu_m, k=None):
         """One step of refinement of the window ``core + periphery[lo, hi)`` against its
-        rows (corrected seminormal equations).
+        rows, all in the ring (see :meth:`_window_beta`): :meth:`_refine_windows` for
+        one window. Returns ``k·β`` (``k`` the new row, unit) or ``β``."""
+        idx, valid = np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool)
+        if isinstance(nu_m, _Scaled):
+            # a ridge with forgetting: the window's matrix M = P + δΣ and its solution x = dβ
+            beta, delta = nu_m.x / blk.d[:, None], nu_m.delta
 
-        ``β`` from the block (:meth:`_coef`), then ``β ← β + S⁻¹ g`` with the normal
-        residual computed from the rows themselves::
+            def correct(G):
+                return self._direct_solve(blk, nu_m.M[None], G)
+        else:
+            beta, delta = self._coef(blk, nu_m, lo, hi), 0.0
+            nu, C = blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None]
 
-            g = Σ_i w_i s_i ẑ_i (y_i − s_i ẑ_i·β) − α' β     (α' the ridge relative to c0)
+            def correct(G):
+                return self._woodbury_solve(blk, idx, valid, nu, C, G)
 
-        (two products with the ring, ``O(N·D)``) and ``S⁻¹`` through the core factor and
-        the window's capacitance matrix (Woodbury, as the fast route). The step contracts
-        the fast route's error by about ``κ·eps``. Returns ``k·β`` (``k`` the new row,
-        unit) or ``β``. The rows are all in the ring (see :meth:`_window_beta`).
-        """
-        buf, I = self.buf, slice(lo, hi)
-        self.n_refined += 1
-        scaled = isinstance(nu_m, _Scaled)
-        # (a ridge with forgetting: the window's matrix M = P + δΣ, and its solution x = dβ)
-        beta = nu_m.x / blk.d[:, None] if scaled else self._coef(blk, nu_m, lo, hi)
-        ridge = (1.0 + nu_m.delta if scaled else 1.0) * blk.ridge * blk.d * blk.d
-        # invariant after: Sβ = b to rounding of the residual's (g computed from the rows)
-        ws = blk.ring_weights(lo, hi) * buf.s
-        # rows whose term of g is at most w s (|y| + s‖β‖) ≤ eps·max(that)/N add less than
-        # g's own rounding (≈ eps·Σ of those bounds) and are left out: with forgetting,
-        # the rows aged below rounding (λ = 0.9: all but the newest ≈ 400)
-        with np.errstate(over="ignore", invalid="ignore"):
-            bound = ws * (np.abs(buf.Y).max(axis=1) + buf.s * np.abs(beta).sum(axis=0).max())
-        rows = np.flatnonzero(bound > EPS / buf.N * bound.max(initial=0.0))
-        Zh, s_, ws = buf.Zh[rows], buf.s[rows], ws[rows]
-        res = buf.Y[rows] - s_[:, None] * (Zh @ beta)
-        g = Zh.T @ (ws[:, None] * res) - ridge[:, None] * beta
-        if scaled:
-            return self._refine_direct(blk, nu_m, beta, g, k)
-        # S⁻¹g = d⁻¹ L⁻ᵀ (u − R_I ν C⁻¹ ν R_Iᵀ u),  u = L⁻¹ (g/d)
-        u = blk._fwd(g / blk.d[:, None])
-        nu, RI = blk.nu[I], blk.R[:, I]
-        if hi > lo:
-            m = solve_stack(blk.capacitance(I)[None], (nu[:, None] * (RI.T @ u))[None])[0][0]
-            u = u - RI @ (nu[:, None] * m)
-        beta = beta + lapack.dtrtrs(blk.L, u, lower=1, trans=1)[0] / blk.d[:, None]
-        return k @ beta if k is not None else beta
-
-    def _refine_direct(self, blk, sol, beta, g, k):
-        """The correction of :meth:`_refined` for a ridge with forgetting solved directly:
-        ``β ← β + d⁻¹ M⁻¹ (g/d)``, ``M`` the window's scaled matrix."""
-        dx, solved = solve_stack(sol.M[None], (g / blk.d[:, None])[None])
-        if solved[0]:
-            beta = beta + dx[0] / blk.d[:, None]
+        ridge = (1.0 + delta) * blk.ridge * blk.d * blk.d
+        empty = dict(m0=hi, Zh=np.zeros((0, self.D)), s=np.zeros(0), Y=np.zeros((0, self.c)))
+        beta = self._refine_windows(blk, idx, valid, empty, beta[None], ridge[None], correct)[0]
         return k @ beta if k is not None else beta
 
     def _forgetting_ridge(self, blk, idx, valid, nu, C, wy, m_y, delta):
