@@ -493,6 +493,28 @@ def test_primal_refinement_route_matches_oracle(lam, alpha, spread):
     assert_oracle(pred, Z, y, N, lam, alpha)
 
 
+@pytest.mark.parametrize("lam, alpha", [(0.999, 1e-12), (1.0, 1e-12), (0.99, 1e-9)])
+def test_primal_tiny_ridge_with_zero_rows_keeps_a_full_rank_core(lam, alpha):
+    # 20 % zero rows (zero sample weights) and a ridge far below the rows' scale: a core
+    # short of D non-zero rows is as ill-conditioned as with no ridge, so the blocks are
+    # shortened as they are without one; before, every window after the fill went to the
+    # orthogonal route (299 of 300)
+    D, N, T = 32, 50, 300
+    rng = np.random.default_rng(1)
+    Z = rng.normal(size=(T, D))
+    y = Z @ rng.normal(size=D) + 0.1 * rng.normal(size=T)
+    Z[rng.choice(T, size=T // 5, replace=False)] = 0.0
+    solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
+    pred = solver.update(Z, y[:, None], predict=True)
+    assert solver.n_orthogonal <= N  # (the fill: fewer non-zero rows than features)
+    # after the fill (during it float64 lstsq itself is up to 1e3 bound units from the
+    # 50-digit answer, which this solver matches)
+    o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=alpha)
+    tol = np.maximum(1e-9, 100 * EPS * kappa) * np.abs(o_pred).max()
+    err = np.abs(pred - o_pred)[:, 0]
+    assert np.all(err[N:] <= tol[N:]), np.max(err[N:] / tol[N:])
+
+
 @pytest.mark.parametrize("lam", [1.0, 0.9])
 def test_primal_window_gram_invariant(lam):
     # invariant (_WindowGram): at a block's start e^L·M = Σ_window λ^age s² ẑẑᵀ and

@@ -361,8 +361,9 @@ class PrimalSolver(CoreBlockSolver):
         """The block size ``b' ≤ b`` of the next block: the largest whose core keeps
         ``D + D/16`` non-zero rows (else ``D``).
 
-        Without a ridge a core of fewer than ``D`` non-zero rows (zero-weight rows are zero
-        rows) is singular, and every window of its block would go to the orthogonal route
+        Without a ridge (or with one below rounding against the rows) a core of fewer than
+        ``D`` non-zero rows (zero-weight rows are zero rows) is singular (or as
+        ill-conditioned), and every window of its block would go to the orthogonal route
         although the windows themselves are full rank. A window with ``n_eff > D``
         non-zero rows has a full-rank core for blocks short enough that the core keeps
         ``D`` of them: the core's factorisation is then ``O(D³/b')`` a row instead of
@@ -370,12 +371,19 @@ class PrimalSolver(CoreBlockSolver):
         (``b' ≥ D²/(12 N)``), else the block keeps ``b``.
         """
         buf = self.buf
-        # with a ridge the core is never singular, but with a tiny one a core short of
-        # non-zero rows is as ill-conditioned: the long blocks of direct_shifts keep
-        # them too (the others are short already)
-        if buf.n == 0 or (self.alpha > 0 and not self.direct):
+        if buf.n == 0:
             return self.b
-        nonzero = buf.s[buf.slots()] > 0  # oldest first
+        s = buf.s[buf.slots()]  # oldest first
+        if self.alpha > 0 and not self.direct:
+            # with a ridge the core is never singular, but a core short of non-zero rows
+            # has the ridge as its smallest eigenvalue, and its largest is at least the
+            # mean Σ λ^age s²/D: a ridge far below that (α = 1e-12 against unit rows) is
+            # as ill-conditioned as none, and the blocks are shortened as without one
+            with np.errstate(under="ignore", over="ignore"):
+                weight = float(np.sum(s * s * np.sqrt(self.lam) ** (2 * np.arange(buf.n - 1, -1, -1))))
+            if not weight > GRAM_KAPPA_MAX * self.D * self.alpha:
+                return self.b
+        nonzero = s > 0
         # in_core[e] = non-zero rows of slots[e:], the core of a block with ell = e
         in_core = np.concatenate([np.cumsum(nonzero[::-1])[::-1], [0]])
         b = np.arange(1, self.b + 1)
