@@ -1133,3 +1133,26 @@ def test_long_windows_of_few_features_summed_by_blocks_match_the_oracle(N, D, la
     assert N >= _batch_solver._SUMS_ROWS_PER_FEATURE * D
     assert bool(used) == (lam ** -(N - 1) <= 1e50)  # the route under test
     assert_oracle(np.concatenate(calls), Z, y, N, lam, alpha)
+
+
+def test_unbatched_scipy_updates_equal_the_public_ones():
+    # the QR updates called without SciPy's batching wrapper (SciPy >= 1.15) are the
+    # functions it wraps, and give bit-identical factors; other functions pass through
+    import scipy.linalg
+
+    from sklearn_orfit.abo._kernels import unbatched
+
+    rng = np.random.default_rng(3)
+    A = rng.normal(size=(12, 5))
+    Q, R = scipy.linalg.qr(A, mode="economic")
+    row = rng.normal(size=5)
+    for name, args, kw in [("qr", (A,), dict(mode="economic")),
+                           ("qr_insert", (Q, R, row, 12), dict(which="row")),
+                           ("qr_delete", (Q, R, 3), dict(which="row"))]:
+        f = getattr(scipy.linalg, name)
+        g = unbatched(f)
+        if hasattr(f, "__wrapped__") and f.__code__.co_name == "wrapper":
+            assert g is f.__wrapped__
+        for a, b in zip(f(*args, **kw), g(*args, **kw)):
+            np.testing.assert_array_equal(a, b)
+    assert unbatched(np.linalg.svd) is np.linalg.svd

@@ -16,13 +16,17 @@ will overwrite) and ``n_orthogonal``. Here:
 """
 
 import numpy as np
-from scipy.linalg import qr, qr_delete, qr_insert
+import scipy.linalg
 
 from ._kernels import (
     EPS, REDUCED_SHARE, clear_of_cutoff, few_rows, lstsq_cutoff, lstsq_stack, min_norm_solve,
     probes, ridge_from_factor,
-    triangular_solve,
+    triangular_solve, unbatched,
 )
+
+# one matrix at a time: without SciPy's batching wrapper (see unbatched)
+qr, qr_delete, qr_insert = (unbatched(f) for f in (scipy.linalg.qr, scipy.linalg.qr_delete,
+                                                    scipy.linalg.qr_insert))
 from ._window import WindowBuffer, normalise_rows
 
 __all__ = [
