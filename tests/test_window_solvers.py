@@ -1156,3 +1156,33 @@ def test_unbatched_scipy_updates_equal_the_public_ones():
         for a, b in zip(f(*args, **kw), g(*args, **kw)):
             np.testing.assert_array_equal(a, b)
     assert unbatched(np.linalg.svd) is np.linalg.svd
+
+
+def test_primal_refinement_residual_is_scale_free():
+    # the correction S⁻¹g of a refined window (g its normal residual, from the rows), with
+    # rows scaled by 1e200 and by 1: the same (weights λ^age s²/c0 ≤ 1 and targets per
+    # unit row). Formed as w·s·(y − s ẑ·β), w = λ^age/c0 underflowed at this scale,
+    # every row was left out and the correction was 0
+    D, N, T = 16, 60, 100
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
+    Z = rng.normal(size=(T, D)) * np.logspace(0, -3.5, D) @ Q
+    y = Z @ rng.normal(size=D) + 0.01 * rng.normal(size=T)
+    sw = 0.97 ** (np.arange(N - 1, -1, -1) / 2)
+    beta = np.linalg.lstsq(Z[T - N :] * sw[:, None], y[T - N :] * sw, rcond=None)[0]
+    beta = beta[None, :, None] + 1e-3  # a solution off the window's: the correction is -1e-3
+    corrections = []
+    for scale in (1.0, 1e200):
+        solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=0.97, alpha=0.0)
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):  # as the estimator
+            solver.update(Z * scale, y[:, None] * scale, predict=False)
+            blk = solver._block()
+            lo, hi = blk.dropped, blk.m
+            idx, valid = np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool)
+            nu, C = blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None]
+            seg = dict(m0=hi, Zh=np.zeros((0, D)), s=np.zeros(0), Y=np.zeros((0, 1)))
+            refined = solver._refine_windows(blk, idx, valid, seg, beta, np.zeros((1, D)),
+                                             lambda G: solver._woodbury_solve(blk, idx, valid, nu, C, G))
+        corrections.append((refined - beta).ravel())
+    np.testing.assert_allclose(corrections[0], -1e-3, rtol=1e-4)
+    np.testing.assert_allclose(corrections[1], corrections[0], rtol=1e-6)

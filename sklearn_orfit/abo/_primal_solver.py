@@ -124,7 +124,7 @@ class _PrimalBlock(ReferenceWindow):
         self.age0 = np.arange(buf.n - 1, -1, -1, dtype=float)
         # the window's weighted Gram matrix, relative to c0 = e^L (see _WindowGram)
         self.log_c0 = gram.L
-        self._core_w = None  # the core rows' weights (core_weights), when first asked
+        self._core_w = None  # the core rows' weights ω (core_weights), when first asked
         old = self.slot[: self.ell]
         self.old_rows = (buf.Zh[old].copy(), buf.s[old].copy(), self.age0[: self.ell].copy())
         self.old_y = buf.Y[old].copy()
@@ -211,16 +211,12 @@ class _PrimalBlock(ReferenceWindow):
         self.m += n
 
     def core_weights(self):
-        """``λ^age / c0`` of the core's rows (by :attr:`slots_A`)."""
+        """``ω = λ^age s² / c0`` of the core's rows (by :attr:`slots_A`; at most 1)."""
         if self._core_w is None:
-            with np.errstate(under="ignore"):
-                self._core_w = np.exp(self.age0[self.ell :] * self.log_lam - self.log_c0)
+            A = self.slots_A
+            self._core_w = _weights(self.buf.s[A], self.age0[self.ell :], power=2,
+                                    log_lam=self.log_lam, log_c0=self.log_c0)
         return self._core_w
-
-    def periphery_weights(self, positions):
-        """``λ^age / c0`` of the periphery's rows at ``positions``."""
-        with np.errstate(under="ignore", over="ignore"):
-            return np.exp(self.log_w[positions] - self.log_c0)
 
     def capacitance(self, I):
         """``C = I + ν T_II ν`` for the periphery range ``I``."""
@@ -546,9 +542,10 @@ class PrimalSolver(CoreBlockSolver):
         equations), as matrix products: ``β ← β + S⁻¹ g`` with the normal residual
         computed from the rows themselves::
 
-            g = Σ_i w_i s_i ẑ_i (y_i − s_i ẑ_i·β) − α' β     (α' the ridge relative to c0)
+            g = Σ_i ω_i ẑ_i (y_i/s_i − ẑ_i·β) − α' β
 
-        (``O(N_eff·D)`` a window) and ``S⁻¹`` the route's own solve (``correct``). The
+        (``ω = λ^age s²/c0 ≤ 1`` and the ridge ``α'`` relative to ``c0``, the window's
+        largest ``λ^age s²``: rows on scales 1e±300 stay in range; ``O(N_eff·D)`` a window) and ``S⁻¹`` the route's own solve (``correct``). The
         step contracts the fast route's error by about ``κ·eps``.
 
         The windows are ``core + periphery[idx]`` (``valid`` marks real positions);
@@ -562,33 +559,37 @@ class PrimalSolver(CoreBlockSolver):
         nw = idx.shape[0]
         self.n_refined += nw
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
-        wp = blk.periphery_weights(idx)
+        wp = blk.nu[idx] ** 2  # ω of the periphery rows
         in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
-        # the windows' weights λ^age/c0 by ring slot and by segment row (zero outside)
+        # the windows' weights ω = λ^age s²/c0 (at most 1) by ring slot and by segment
+        # row (zero outside); the rows as unit rows ẑ with targets y/s
         Wr = np.zeros((buf.N, nw))
         Wr[blk.slots_A] = blk.core_weights()[:, None]
         Wr[blk.slot[idx[in_ring]], w_of[in_ring]] = wp[in_ring]
         Ws = np.zeros((seg["Zh"].shape[0], nw))
         Ws[(idx - m0)[in_seg], w_of[in_seg]] = wp[in_seg]
         sources = [(buf.Zh, buf.s, buf.Y, Wr), (seg["Zh"], seg["s"], seg["Y"], Ws)]
-        # rows whose term of g is at most w s (|y| + s‖β‖) ≤ eps·max(that)/N add less than
+        # rows whose term of g is at most ω (|y/s| + ‖β‖) ≤ eps·max(that)/N add less than
         # g's own rounding (≈ eps·Σ of those bounds) and are left out: with forgetting,
         # the rows aged below rounding (λ = 0.9: all but the newest ≈ 400)
         bnorm = np.abs(beta).sum(axis=1).max(axis=1)  # (nw,)
-        with np.errstate(over="ignore", invalid="ignore"):
-            bounds = [W * s[:, None] * (np.abs(Y).max(axis=1)[:, None] + s[:, None] * bnorm[None, :])
-                      for _, s, Y, W in sources]
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            targets = [np.where(s[:, None] > 0, Y / np.where(s > 0, s, 1.0)[:, None], 0.0) for _, s, Y, _ in sources]
+            bounds = [W * (np.abs(Yt).max(axis=1, initial=0.0)[:, None] + bnorm[None, :])
+                      for (_, _, _, W), Yt in zip(sources, targets)]
         top = np.max([b.max(axis=0, initial=0.0) for b in bounds], axis=0)  # (nw,)
+        keep_all = ~np.isfinite(top)  # (overflowing bounds: no row is left out)
         B = np.moveaxis(beta, 0, 1).reshape(D, nw * c)
-        # g_w = Σ_i w_i s_i ẑ_i (y_i − s_i ẑ_i·β_w) − α'_w β_w
+        # g_w = Σ_i ω_i ẑ_i (y_i/s_i − ẑ_i·β_w) − α'_w β_w
         G = -ridge[:, :, None] * beta
-        for (Zh, s, Y, W), bound in zip(sources, bounds):
-            rows = np.flatnonzero((bound > EPS / buf.N * top[None, :]).any(axis=1))
+        for (Zh, _, _, W), Yt, bound in zip(sources, targets, bounds):
+            with np.errstate(invalid="ignore"):
+                rows = np.flatnonzero(((bound > EPS / buf.N * top[None, :]) | keep_all[None, :]).any(axis=1))
             if not rows.size:
                 continue
-            Zr, sr = Zh[rows], s[rows]
-            res = Y[rows][:, None, :] - sr[:, None, None] * (Zr @ B).reshape(rows.size, nw, c)
-            G += np.moveaxis((Zr.T @ ((W[rows] * sr[:, None])[:, :, None] * res).reshape(rows.size, nw * c))
+            Zr = Zh[rows]
+            res = Yt[rows][:, None, :] - (Zr @ B).reshape(rows.size, nw, c)
+            G += np.moveaxis((Zr.T @ (W[rows][:, :, None] * res).reshape(rows.size, nw * c))
                              .reshape(D, nw, c), 0, 1)
         # invariant after: Sβ = b to the rounding of g (computed from the rows)
         return beta + correct(G)
