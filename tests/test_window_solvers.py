@@ -450,6 +450,31 @@ def test_dual_refinement_route_matches_oracle(lam, alpha):
     np.testing.assert_allclose(solver.coef(), o_beta, atol=max(1e-9, 100 * EPS * kappa[-1]) * np.abs(o_beta).max())
 
 
+@pytest.mark.parametrize("N, sigma, lam, alpha", [(60, 0.3, 0.999, 1e-12), (100, 0.5, 0.999, 1e-12)])
+def test_dual_forgetting_refinement_route_matches_oracle(N, sigma, lam, alpha):
+    # D = N, smooth features, a ridge with forgetting solved by the iteration: windows of
+    # Gram condition estimates between 1e6 and 1e9 are refined against their rows, in
+    # calls and through coef_ alone. Before, 346 and 292 of 400 windows went to the
+    # orthogonal route; without the correction the worst steps are 2.4 and 26 bound units
+    # off (1.4 and 5.4 through coef_)
+    from sklearn_orfit import RandomFourierFeatures
+    from sklearn_orfit.datasets import make_abo_series, make_lagged
+
+    X, y = make_lagged(make_abo_series(410, random_state=0), 7)
+    Z = RandomFourierFeatures(N, sigma=sigma, random_state=0).fit_transform(X)[:400]
+    y = y[:400]
+    solver = DualSolver(window_size=N, n_features=N, n_targets=1, forgetting_factor=lam, alpha=alpha)
+    pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 150), (150, 151), (151, 400)]])
+    assert solver.n_refined > 200 and solver.n_orthogonal < 60
+    assert_oracle(pred, Z, y, N, lam, alpha)
+    solver = DualSolver(window_size=N, n_features=N, n_targets=1, forgetting_factor=lam, alpha=alpha)
+    solver.update(Z[:1], y[:1, None], predict=False)
+    for t in range(1, 400):
+        pred[t] = Z[t] @ solver.coef()
+        solver.update(Z[t : t + 1], y[t : t + 1, None], predict=False)
+    assert_oracle(pred, Z, y, N, lam, alpha)
+
+
 @pytest.mark.parametrize("N, lam, alpha", [(100, 0.9, 0.0), (200, 0.9, 0.0), (200, 1.0, 1e-6)])
 def test_primal_refinement_route_on_smooth_features(N, lam, alpha):
     # D < N with smooth features: Gram condition estimates between 1e6 and 1e9, where a

@@ -356,13 +356,26 @@ class DualSolver(CoreBlockSolver):
             with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
                 kappa = np.sqrt(nK2 * (np.abs(inv2) / vv).max(axis=1))
             if blk.forgets:
-                # window j's matrix is P + δΣ; no refinement route (its residual is P's)
+                # window j's matrix is P + δΣ (refined against its rows on the iteration:
+                # _forgetting_residuals)
                 delta = blk.delta(blk.window_steps(hi[sel]))
                 # ‖Σ‖_F of the window (the scaled shifts of its core and periphery rows)
                 nS2 = blk.nSA2 + (blk.shiftP[idx] ** 2 * valid).sum(axis=1)
                 with np.errstate(invalid="ignore", divide="ignore"):
                     kappa = blk.widen_kappa(kappa, delta, np.sqrt(nS2 / nK2))
-                r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, ORTHOGONAL)
+                # (each window's own matrix, blk.direct, is not refined: a second solve of
+                # it cost more than the orthogonal route, measured at N = 100, λ = 0.9)
+                refine = 0.0 if blk.direct else KAPPA_REFINE_MAX
+                r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, np.where(kappa <= refine, REFINE, ORTHOGONAL))
+                # refined only where the rows themselves make the window definite: its
+                # smallest eigenvalue (≈ ‖K̂‖/κ) far above its largest shift. Where the shifts
+                # do (rank-deficient windows: fewer features than rows, repeated or low-rank
+                # rows), x is far larger than β = Ẑᵀâ and the residual's rounding leaves the
+                # refined window 3-30× outside the bound (measured)
+                top = np.maximum(blk.shift_A.max(initial=0.0), (blk.shiftP[idx] * valid).max(axis=1, initial=0.0))
+                with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                    by_rows = np.sqrt(nK2) / kappa > 100.0 * (1.0 + delta) * top
+                r[(r == REFINE) & ~by_rows] = ORTHOGONAL
             else:
                 r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, np.where(kappa <= KAPPA_REFINE_MAX, REFINE, ORTHOGONAL))
             r[~solved] = ORTHOGONAL
@@ -373,12 +386,26 @@ class DualSolver(CoreBlockSolver):
                     keeps = np.sqrt(kappa) * spread[sel] * lstsq_cutoff(1.0, n=self.N, D=self.D) <= 1e-3
                 r[~keeps] = ORTHOGONAL
             if blk.forgets:
-                fast = np.flatnonzero(r == FAST)
+                fast = np.flatnonzero(r != ORTHOGONAL)
                 if blk.direct:
                     x, ok = self._forgetting_ridge_direct(blk, idx[fast], valid[fast], delta[fast])
                 else:
                     x, ok = self._forgetting_ridge(blk, idx[fast], valid[fast], S[fast], a[fast], delta[fast])
                 r[fast[~ok]] = ORTHOGONAL
+                k = np.flatnonzero(ok & (r[fast] == REFINE))
+                if k.size and (seg is not None or new is None):
+                    # one step of refinement against the rows (in the segment's ring and
+                    # rows, or, for coef_, the window in the ring)
+                    w = fast[k]
+                    seg_ = seg if seg is not None else dict(m0=blk.m, Zh=np.zeros((0, self.D)),
+                                                            s=np.zeros(0), Y=np.zeros((0, c)))
+                    res = self._forgetting_residuals(blk, idx[w], valid[w], x[0][k], x[1][k], delta[w], seg_)
+                    dx, _ = self._forgetting_ridge(blk, idx[w], valid[w], S[w], a[w], delta[w], rhs=res)
+                    x = (x[0].copy(), x[1].copy())
+                    x[0][k] += dx[0]
+                    x[1][k] += dx[1]
+                    self.n_refined += w.size
+                    r[w] = FAST
                 route[sel] = r
                 if new is not None:
                     # ŷ/s = k̂_Aᵀ x_A + k̂_Iᵀ x_I (the new row's products with the window)
@@ -408,7 +435,49 @@ class DualSolver(CoreBlockSolver):
                     parts[i] = a[w][valid[w]]
         return route, pred, parts
 
-    def _forgetting_ridge(self, blk, idx, valid, S, a, delta):
+    def _forgetting_residuals(self, blk, idx, valid, xA, xI, delta, seg):
+        """The residuals ``r = ỹ − (K̂ + (1 + δ_w) Σ) x`` of windows with a ridge and
+        forgetting (the block's scaled coordinates), ``K̂x`` computed from the rows:
+        ``D^-½ Ẑ (Ẑᵀ D^-½ x)``, two products with the ring (``O(N·D)`` a window) and with
+        the segment's rows (``seg`` as in :meth:`_refine_windows`).
+
+        Returns ``(r_A, r_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``.
+        """
+        buf, c, m0 = self.buf, self.c, seg["m0"]
+        nw, H = idx.shape
+        A = blk.slots_A
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+        in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
+        rdI = blk.rdP[idx] * valid  # (nw, H)
+        # â = D^-½ x by ring slot and by segment row (zero outside each window)
+        ring = np.zeros((buf.N, nw, c))
+        ring[A] = np.moveaxis(xA, 0, 1) * blk.rd_A[:, None, None]
+        aI = xI * rdI[:, :, None]
+        ring[blk.slot[idx[in_ring]], w_of[in_ring]] = aI[in_ring]
+        segc = np.zeros((seg["Zh"].shape[0], nw, c))
+        segc[(idx - m0)[in_seg], w_of[in_seg]] = aI[in_seg]
+        U = buf.Zh.T @ ring.reshape(buf.N, nw * c) + seg["Zh"].T @ segc.reshape(-1, nw * c)
+        Kr = (buf.Zh @ U).reshape(buf.N, nw, c)
+        Ks = (seg["Zh"] @ U).reshape(-1, nw, c)
+        grow = (1.0 + delta)[:, None, None]
+        # r_A = ỹ_A − D_A^-½ (K̂â)_A − (1 + δ) Σ_A x_A
+        ytil_A = buf.Y[A] * (_inv_or_zero(buf.s[A]) * blk.rd_A)[:, None]
+        rA = (ytil_A[None] - np.moveaxis(Kr[A], 0, 1) * blk.rd_A[None, :, None]
+              - grow * blk.shift_A[None, :, None] * xA)
+        # r_I position by position (ring slot or segment row)
+        pos_slot = blk.slot[np.where(in_ring, idx, 0)]
+        pos_seg = np.where(in_seg, idx - m0, -1)
+        # (a row of zeros after the segment's: what padding and ring positions index)
+        Ks = np.concatenate([Ks, np.zeros((1, nw, c))])
+        yS = np.concatenate([seg["Y"] * _inv_or_zero(seg["s"])[:, None], np.zeros((1, c))])
+        KaI = np.where(in_ring[:, :, None], Kr[pos_slot, w_of], Ks[pos_seg, w_of])
+        yI = np.where(in_ring[:, :, None], buf.Y[pos_slot] * _inv_or_zero(buf.s[pos_slot])[..., None],
+                      yS[pos_seg])
+        rI = (yI * rdI[:, :, None] - KaI * rdI[:, :, None]
+              - grow * (blk.shiftP[idx] * valid)[:, :, None] * xI) * valid[:, :, None]
+        return rA, rI
+
+    def _forgetting_ridge(self, blk, idx, valid, S, a, delta, rhs=None):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = ỹ`` for the windows ``w``.
 
         ``P`` is a window's matrix with the block's reference shifts ``Σ`` (what the
@@ -416,7 +485,9 @@ class DualSolver(CoreBlockSolver):
         ``δ_w`` from :meth:`_DualBlock.delta`. With ``x₀ = P⁻¹ỹ``, ``(I + δ P⁻¹Σ) x = x₀``
         by :func:`~._kernels.solve_shifted` (``P⁻¹Σ`` has its eigenvalues in
         ``[0, 1]``). A step is two triangular solves with the core factor and one product
-        with each window's ``S⁻¹``, for all the windows together.
+        with each window's ``S⁻¹``, for all the windows together. With ``rhs = (r_A, r_I)``
+        (residuals, see :meth:`_forgetting_residuals`) the right-hand side is ``r``
+        instead of ``ỹ`` (``x₀ = P⁻¹r``): the correction of a refinement step.
 
         Returns ``x`` as ``(x_A, x_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and
         which windows converged (to ``4 eps`` of ``max|x|``).
@@ -440,9 +511,12 @@ class DualSolver(CoreBlockSolver):
             xI = (Sinv @ ((vI - Rtu) * vm)) * vm
             return blk._bwd(u - blk.R @ scatter(xI)), xI
 
-        # x₀ = P⁻¹ỹ:  x_I = a,  x_A = K_AA⁻¹ỹ_A − X_I a
-        x0I = a * vm
-        x0A = np.tile(blk.a_y, nw) - blk.X @ scatter(x0I)
+        if rhs is None:
+            # x₀ = P⁻¹ỹ:  x_I = a,  x_A = K_AA⁻¹ỹ_A − X_I a
+            x0I = a * vm
+            x0A = np.tile(blk.a_y, nw) - blk.X @ scatter(x0I)
+        else:  # x₀ = P⁻¹r
+            x0A, x0I = p_inv(np.moveaxis(rhs[0], 0, 1).reshape(nA, nw * c), rhs[1])
         sA = blk.shift_A[:, None]
         sI = blk.shiftP[idx][:, :, None] * vm
 
