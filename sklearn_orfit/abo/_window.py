@@ -6,6 +6,8 @@ the input (``1e-300`` … ``1e300``), and the Gram matrix of the window has a un
 which is the Jacobi scaling the Gram-based solvers need anyway.
 """
 
+import weakref
+
 import numpy as np
 from scipy.linalg.blas import dnrm2
 
@@ -98,6 +100,23 @@ def _norm_overflow():
     )
 
 
+#: values a ring derives from its position and row count alone, by ring: kept outside its
+#: state (not pickled, copied or compared; an interrupted call's restore need not undo
+#: them: each is keyed by what it depends on)
+_KEPT = weakref.WeakKeyDictionary()
+
+
+def _kept(ring, name, key, compute):
+    """``compute()``, or the value kept for ``ring`` under ``name`` while ``key`` stays."""
+    kept = _KEPT.get(ring)
+    if kept is None:
+        kept = _KEPT[ring] = {}
+    value = kept.get(name)
+    if value is None or value[0] != key:
+        value = kept[name] = (key, compute())
+    return value[1]
+
+
 class RingBuffer:
     """The last ``N`` rows of a stream, in a ring: one array per field, indexed by slot.
 
@@ -134,18 +153,11 @@ class RingBuffer:
         self.pos = 0
         self.n = 0
 
-    # (key, array) of slots() and sqrt_weights(), recomputed when the key changes
-    _CACHES = ("_slots", "_sqrt_weights")
-
     def slots(self):
         """Slots of the held rows, oldest first (kept while ``pos`` and ``n`` stay, on
-        which alone it depends; not to be written to)."""
-        key = (self.pos, self.n)
-        cached = self.__dict__.get("_slots")
-        if cached is None or cached[0] != key:
-            slots = (self.pos - self.n + np.arange(self.n)) % self.N
-            cached = self._slots = (key, slots)
-        return cached[1]
+        which alone it depends: see :func:`_kept`; not to be written to)."""
+        return _kept(self, "slots", (self.pos, self.n),
+                     lambda: (self.pos - self.n + np.arange(self.n)) % self.N)
 
     def next_slots(self, k):
         """The slots the next ``k`` rows are written to, in order (a slot recurs every
@@ -186,19 +198,13 @@ class RingBuffer:
         else:
             slots = self.next_slots(min(n_rows, self.N))
         saved = tuple(getattr(self, name)[slots].copy() for name in self.fields)
-        caches = {name: self.__dict__[name] for name in self._CACHES if name in self.__dict__}
-        return slots, saved, self.pos, self.n, caches
+        return slots, saved, self.pos, self.n
 
     def restore(self, token):
         """Undo the writes since :meth:`checkpoint` (of at most the rows it was given)."""
-        slots, saved, self.pos, self.n, caches = token
+        slots, saved, self.pos, self.n = token
         for name, values in zip(self.fields, saved):
             getattr(self, name)[slots] = values
-        # the caches as they were too (they depend on pos and n alone, so that the
-        # restored state is bit-identical, not only equivalent)
-        for name in self._CACHES:
-            self.__dict__.pop(name, None)
-        self.__dict__.update(caches)
 
     def writable(self):
         """The ring, its arrays first replaced by plain, writable copies if one maps a
@@ -272,12 +278,8 @@ class WindowBuffer(RingBuffer):
         ``n`` and ``λ`` stay, on which alone it depends: ``O(N)`` powers, 35 µs at
         ``N = 2000``, once per window on the orthogonal route otherwise; not to be
         written to)."""
-        key = (self.n, float(forgetting_factor))
-        cached = self.__dict__.get("_sqrt_weights")
-        if cached is None or cached[0] != key:
-            sw = np.sqrt(forgetting_factor) ** np.arange(self.n - 1, -1, -1)
-            cached = self._sqrt_weights = (key, sw)
-        return cached[1]
+        return _kept(self, "sqrt_weights", (self.n, float(forgetting_factor)),
+                     lambda: np.sqrt(forgetting_factor) ** np.arange(self.n - 1, -1, -1))
 
     def singular_values(self, forgetting_factor):
         """Singular values of the weighted window ``W½ Z``."""
