@@ -103,7 +103,7 @@ class _PrimalBlock(ReferenceWindow):
     # periphery arrays, by the axes their periphery position runs along: the restore of an
     # interrupted call zeroes them beyond the restored counter ``m`` (as when created)
     PERIPHERY = {"slot": (0,), "R": (1,), "T": (0, 1), "nu": (0,), "wy": (0,), "e": (0,),
-                 "rphi": (0,), "zd2": (0,), "U": (1,), "log_w": (0,)}
+                 "rphi": (0,), "zd2": (0,), "U": (1,)}
 
     def __init__(self, *, buf, block_size, lam, alpha, c, gram, direct):
         self.buf = buf
@@ -151,7 +151,6 @@ class _PrimalBlock(ReferenceWindow):
         # the core itself must be well conditioned (its factor is what every window's
         # solve and condition probe go through): LAPACK's 1-norm estimate, allowed the
         # factor D by which κ₁ may exceed κ₂, against the largest condition a window may
-        # have (KAPPA_REFINE_MAX where windows may be refined, else GRAM_KAPPA_MAX)
         # have (KAPPA_REFINE_MAX where windows may be refined, else GRAM_KAPPA_MAX). Only
         # windows of a core within GRAM_KAPPA_MAX may take the fast route: Woodbury's
         # rounding grows with the core's condition, which the probes cannot see
@@ -173,7 +172,6 @@ class _PrimalBlock(ReferenceWindow):
         self.e = np.zeros((P, c))  # r_p·h_A
         self.rphi = np.zeros((P, 2))  # r_p·φ
         self.zd2 = np.zeros(P)  # ‖ẑ_p/d‖², for ‖S‖_F
-        self.log_w = np.zeros(P)  # log λ^age of each periphery row (relative to the block's start)
         self._enter(buf.Zh[old], buf.s[old], buf.Y[old], log_w=self.age0[: self.ell] * self.log_lam)
 
     def _fwd(self, V):
@@ -207,15 +205,16 @@ class _PrimalBlock(ReferenceWindow):
         self.e[new] = R.T @ self.h
         self.rphi[new] = R.T @ self.phi
         self.zd2[new] = np.einsum("ij,ij->i", Zd, Zd)
-        self.log_w[new] = log_w
         self.m += n
 
     def core_weights(self):
-        """``ω = λ^age s² / c0`` of the core's rows (by :attr:`slots_A`; at most 1)."""
+        """``ω = λ^age s²/c0`` (at most 1) and ``λ^age s y/c0`` of the core's rows (by
+        :attr:`slots_A`): the weights and targets of its normal equations' terms."""
         if self._core_w is None:
             A = self.slots_A
-            self._core_w = _weights(self.buf.s[A], self.age0[self.ell :], power=2,
-                                    log_lam=self.log_lam, log_c0=self.log_c0)
+            w = dict(log_lam=self.log_lam, log_c0=self.log_c0)
+            s, age = self.buf.s[A], self.age0[self.ell :]
+            self._core_w = (_weights(s, age, power=2, **w), _weights(s, age, power=1, **w)[:, None] * self.buf.Y[A])
         return self._core_w
 
     def capacitance(self, I):
@@ -542,10 +541,10 @@ class PrimalSolver(CoreBlockSolver):
         equations), as matrix products: ``β ← β + S⁻¹ g`` with the normal residual
         computed from the rows themselves::
 
-            g = Σ_i ω_i ẑ_i (y_i/s_i − ẑ_i·β) − α' β
+            g = Σ_i ẑ_i (t_i − ω_i ẑ_i·β) − α' β,   ω = λ^age s²/c0,  t = λ^age s y/c0
 
-        (``ω = λ^age s²/c0 ≤ 1`` and the ridge ``α'`` relative to ``c0``, the window's
-        largest ``λ^age s²``: rows on scales 1e±300 stay in range; ``O(N_eff·D)`` a window) and ``S⁻¹`` the route's own solve (``correct``). The
+        (``ω ≤ 1`` and the ridge ``α'`` relative to ``c0``, the window's largest
+        ``λ^age s²``: rows on scales 1e±300 stay in range; ``O(N_eff·D)`` a window) and ``S⁻¹`` the route's own solve (``correct``). The
         step contracts the fast route's error by about ``κ·eps``.
 
         The windows are ``core + periphery[idx]`` (``valid`` marks real positions);
@@ -559,38 +558,40 @@ class PrimalSolver(CoreBlockSolver):
         nw = idx.shape[0]
         self.n_refined += nw
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
-        wp = blk.nu[idx] ** 2  # ω of the periphery rows
         in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
-        # the windows' weights ω = λ^age s²/c0 (at most 1) by ring slot and by segment
-        # row (zero outside); the rows as unit rows ẑ with targets y/s
-        Wr = np.zeros((buf.N, nw))
-        Wr[blk.slots_A] = blk.core_weights()[:, None]
-        Wr[blk.slot[idx[in_ring]], w_of[in_ring]] = wp[in_ring]
-        Ws = np.zeros((seg["Zh"].shape[0], nw))
-        Ws[(idx - m0)[in_seg], w_of[in_seg]] = wp[in_seg]
-        sources = [(buf.Zh, buf.s, buf.Y, Wr), (seg["Zh"], seg["s"], seg["Y"], Ws)]
-        # rows whose term of g is at most ω (|y/s| + ‖β‖) ≤ eps·max(that)/N add less than
-        # g's own rounding (≈ eps·Σ of those bounds) and are left out: with forgetting,
-        # the rows aged below rounding (λ = 0.9: all but the newest ≈ 400)
+        # each window's terms by ring slot and by segment row (zero outside it): the
+        # weights ω = λ^age s²/c0 (at most 1) and the targets t = λ^age s y/c0 (the
+        # periphery's w s y), formed without y/s, which overflows for rows of tiny norm
+        om_A, t_A = blk.core_weights()
+        om_P, t_P = blk.nu[idx] ** 2, blk.wy[idx]
+        Wr, Tr = np.zeros((buf.N, nw)), np.zeros((buf.N, nw, c))
+        Wr[blk.slots_A], Tr[blk.slots_A] = om_A[:, None], t_A[:, None, :]
+        rs, rw = blk.slot[idx[in_ring]], w_of[in_ring]
+        Wr[rs, rw], Tr[rs, rw] = om_P[in_ring], t_P[in_ring]
+        n_seg = seg["Zh"].shape[0]
+        Ws, Ts = np.zeros((n_seg, nw)), np.zeros((n_seg, nw, c))
+        ss, sw = (idx - m0)[in_seg], w_of[in_seg]
+        Ws[ss, sw], Ts[ss, sw] = om_P[in_seg], t_P[in_seg]
+        sources = [(buf.Zh, Wr, Tr), (seg["Zh"], Ws, Ts)]
+        # rows whose term of g is at most |t| + ω‖β‖ ≤ eps·max(that)/N add less than g's
+        # own rounding (≈ eps·Σ of those bounds) and are left out: with forgetting, the
+        # rows aged below rounding (λ = 0.9: all but the newest ≈ 400)
         bnorm = np.abs(beta).sum(axis=1).max(axis=1)  # (nw,)
-        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-            targets = [np.where(s[:, None] > 0, Y / np.where(s > 0, s, 1.0)[:, None], 0.0) for _, s, Y, _ in sources]
-            bounds = [W * (np.abs(Yt).max(axis=1, initial=0.0)[:, None] + bnorm[None, :])
-                      for (_, _, _, W), Yt in zip(sources, targets)]
+        with np.errstate(over="ignore", invalid="ignore"):
+            bounds = [np.abs(T).max(axis=2, initial=0.0) + W * bnorm[None, :] for _, W, T in sources]
         top = np.max([b.max(axis=0, initial=0.0) for b in bounds], axis=0)  # (nw,)
         keep_all = ~np.isfinite(top)  # (overflowing bounds: no row is left out)
         B = np.moveaxis(beta, 0, 1).reshape(D, nw * c)
-        # g_w = Σ_i ω_i ẑ_i (y_i/s_i − ẑ_i·β_w) − α'_w β_w
+        # g_w = Σ_i ẑ_i (t_i − ω_i ẑ_i·β_w) − α'_w β_w
         G = -ridge[:, :, None] * beta
-        for (Zh, _, _, W), Yt, bound in zip(sources, targets, bounds):
+        for (Zh, W, T), bound in zip(sources, bounds):
             with np.errstate(invalid="ignore"):
                 rows = np.flatnonzero(((bound > EPS / buf.N * top[None, :]) | keep_all[None, :]).any(axis=1))
             if not rows.size:
                 continue
             Zr = Zh[rows]
-            res = Yt[rows][:, None, :] - (Zr @ B).reshape(rows.size, nw, c)
-            G += np.moveaxis((Zr.T @ (W[rows][:, :, None] * res).reshape(rows.size, nw * c))
-                             .reshape(D, nw, c), 0, 1)
+            res = T[rows] - W[rows][:, :, None] * (Zr @ B).reshape(rows.size, nw, c)
+            G += np.moveaxis((Zr.T @ res.reshape(rows.size, nw * c)).reshape(D, nw, c), 0, 1)
         # invariant after: Sβ = b to the rounding of g (computed from the rows)
         return beta + correct(G)
 
