@@ -375,7 +375,7 @@ class PrimalSolver(CoreBlockSolver):
             # mean Σ λ^age s²/D: a ridge far below that (α = 1e-12 against unit rows) is
             # as ill-conditioned as none, and the blocks are shortened as without one
             with np.errstate(under="ignore", over="ignore"):
-                weight = float(np.sum(s * s * np.sqrt(self.lam) ** (2 * np.arange(buf.n - 1, -1, -1))))
+                weight = float(np.sum((s * buf.sqrt_weights(self.lam)) ** 2))
             if not weight > GRAM_KAPPA_MAX * self.D * self.alpha:
                 return self.b
         nonzero = s > 0
@@ -544,8 +544,9 @@ class PrimalSolver(CoreBlockSolver):
             g = Σ_i ẑ_i (t_i − ω_i ẑ_i·β) − α' β,   ω = λ^age s²/c0,  t = λ^age s y/c0
 
         (``ω ≤ 1`` and the ridge ``α'`` relative to ``c0``, the window's largest
-        ``λ^age s²``: rows on scales 1e±300 stay in range; ``O(N_eff·D)`` a window) and ``S⁻¹`` the route's own solve (``correct``). The
-        step contracts the fast route's error by about ``κ·eps``.
+        ``λ^age s²``: rows on scales 1e±300 stay in range; ``O(N_eff·D)`` a window) and
+        ``S⁻¹`` the route's own solve (``correct``). The step contracts the fast route's
+        error by about ``κ·eps``.
 
         The windows are ``core + periphery[idx]`` (``valid`` marks real positions);
         positions before ``seg["m0"]`` are rows in the ring (not yet overwritten: a row
@@ -614,7 +615,7 @@ class PrimalSolver(CoreBlockSolver):
                 return self._woodbury_solve(blk, idx, valid, nu, C, G)
 
         ridge = (1.0 + delta) * blk.ridge * blk.d * blk.d
-        empty = dict(m0=hi, Zh=np.zeros((0, self.D)), s=np.zeros(0), Y=np.zeros((0, self.c)))
+        empty = dict(m0=hi, Zh=np.zeros((0, self.D)))  # (every position in the ring)
         beta = self._refine_windows(blk, idx, valid, empty, beta[None], ridge[None], correct)[0]
         return k @ beta if k is not None else beta
 
@@ -637,9 +638,7 @@ class PrimalSolver(CoreBlockSolver):
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
 
         def scatter(v):  # (nw, H, c) → (P, nw·c), zero outside each window
-            out = np.zeros((P, nw, c))
-            out[idx[valid], w_of[valid]] = v[valid]
-            return out.reshape(P, nw * c)
+            return self._scatter(blk, idx, valid, v)
 
         Cinv = np.linalg.inv(C) if nw else C  # C = I + ν T ν ⪰ I
         # X₀ = Lᵀx₀ = h_I − R_I ν C⁻¹ ν R_Iᵀ h_I,  h_I = h_A + R_I (w s y)_I
