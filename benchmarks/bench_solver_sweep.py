@@ -263,8 +263,9 @@ def window_lstsq(Z, y, t, *, window_size, forgetting_factor, alpha, sample_weigh
     if A.shape[0] == 0:
         return np.zeros(Z.shape[1]), 1.0
     if alpha:
-        U, s, Vt = np.linalg.svd(A, full_matrices=False)
-        beta = Vt.T @ ((s / (s * s + alpha)) * (U.T @ B))
+        nz = np.any(A != 0, axis=1)  # zero rows left out (they leak through rounding)
+        U, s, Vt = np.linalg.svd(A[nz], full_matrices=False)
+        beta = Vt.T @ ((s / (s * s + alpha)) * (U.T @ B[nz]))
         ev = np.concatenate([s * s, np.zeros(A.shape[0] - s.size)]) + alpha
         return beta, float(np.sqrt(ev.max() / ev.min()))
     beta, _, _, s = np.linalg.lstsq(A, B, rcond=None)

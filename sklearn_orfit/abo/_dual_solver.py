@@ -366,18 +366,9 @@ class DualSolver(CoreBlockSolver):
                 # (each window's own matrix, blk.direct, is not refined: a second solve of
                 # it cost more than the orthogonal route, measured at N = 100, λ = 0.9)
                 refine = 0.0 if blk.direct else KAPPA_REFINE_MAX
-                r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, np.where(kappa <= refine, REFINE, ORTHOGONAL))
-                # refined only where the rows themselves make the window definite: its
-                # smallest eigenvalue (≈ ‖K̂‖/κ) far above its largest shift. Where the shifts
-                # do (rank-deficient windows: fewer features than rows, repeated or low-rank
-                # rows), x is far larger than β = Ẑᵀâ and the residual's rounding leaves the
-                # refined window 3-30× outside the bound (measured)
-                top = np.maximum(blk.shift_A.max(initial=0.0), (blk.shiftP[idx] * valid).max(axis=1, initial=0.0))
-                with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-                    by_rows = np.sqrt(nK2) / kappa > 100.0 * (1.0 + delta) * top
-                r[(r == REFINE) & ~by_rows] = ORTHOGONAL
             else:
-                r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, np.where(kappa <= KAPPA_REFINE_MAX, REFINE, ORTHOGONAL))
+                delta, refine = 0.0, KAPPA_REFINE_MAX
+            r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, np.where(kappa <= refine, REFINE, ORTHOGONAL))
             r[~solved] = ORTHOGONAL
             if self.alpha == 0.0:
                 # the interpolant is lstsq's answer only if lstsq keeps every singular
@@ -399,7 +390,12 @@ class DualSolver(CoreBlockSolver):
                     w = fast[k]
                     seg_ = seg if seg is not None else dict(m0=blk.m, Zh=np.zeros((0, self.D)),
                                                             s=np.zeros(0), Y=np.zeros((0, c)))
-                    res = self._forgetting_residuals(blk, idx[w], valid[w], x[0][k], x[1][k], delta[w], seg_)
+                    *res, good = self._forgetting_residuals(blk, idx[w], valid[w], x[0][k], x[1][k], delta[w], seg_,
+                                                            kappa[w])
+                    r[w[~good]] = ORTHOGONAL
+                    ok[k[~good]] = False
+                    k, w = k[good], w[good]
+                    res = (res[0][good], res[1][good])
                     dx, _ = self._forgetting_ridge(blk, idx[w], valid[w], S[w], a[w], delta[w], rhs=res)
                     x = (x[0].copy(), x[1].copy())
                     x[0][k] += dx[0]
@@ -427,21 +423,26 @@ class DualSolver(CoreBlockSolver):
                 pred[sel] = blk.ru[new[sel]] + np.einsum("wi,wic->wc", t, a)
                 ref = np.flatnonzero(r == REFINE)
                 if seg is not None and ref.size:
-                    pred[sel.start + ref] += self._refine_windows(blk, idx[ref], valid[ref], a[ref], new[sel][ref], seg)
-                    route[sel.start + ref] = FAST
-                    r[ref] = FAST
+                    corr, ok = self._refine_windows(blk, idx[ref], valid[ref], a[ref], new[sel][ref], seg, kappa[ref])
+                    pred[sel.start + ref] += corr
+                    r[ref] = np.where(ok, FAST, ORTHOGONAL)
+                    route[sel.start + ref] = r[ref]
             for w, i in enumerate(range(sel.start, sel.stop)):
-                if new is None or r[w] == REFINE or kept[w]:
+                if r[w] == REFINE:  # (with its condition estimate, for refinable)
+                    parts[i] = (a[w][valid[w]], kappa[w])
+                elif new is None or kept[w]:
                     parts[i] = a[w][valid[w]]
         return route, pred, parts
 
-    def _forgetting_residuals(self, blk, idx, valid, xA, xI, delta, seg):
+    def _forgetting_residuals(self, blk, idx, valid, xA, xI, delta, seg, kappa):
         """The residuals ``r = ỹ − (K̂ + (1 + δ_w) Σ) x`` of windows with a ridge and
         forgetting (the block's scaled coordinates), ``K̂x`` computed from the rows:
         ``D^-½ Ẑ (Ẑᵀ D^-½ x)``, two products with the ring (``O(N·D)`` a window) and with
         the segment's rows (``seg`` as in :meth:`_refine_windows`).
 
-        Returns ``(r_A, r_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``.
+        Returns ``(r_A, r_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and which
+        windows one step can refine (:func:`refinable`, with their condition estimates
+        ``kappa``).
         """
         buf, c, m0 = self.buf, self.c, seg["m0"]
         nw, H = idx.shape
@@ -457,6 +458,8 @@ class DualSolver(CoreBlockSolver):
         segc = np.zeros((seg["Zh"].shape[0], nw, c))
         segc[(idx - m0)[in_seg], w_of[in_seg]] = aI[in_seg]
         U = buf.Zh.T @ ring.reshape(buf.N, nw * c) + seg["Zh"].T @ segc.reshape(-1, nw * c)
+        good = refinable(np.sum(ring**2, axis=0).ravel() + np.sum(segc**2, axis=0).ravel(), np.sum(U**2, axis=0),
+                         np.repeat(A.size + valid.sum(axis=1), c), np.repeat(kappa, c)).reshape(nw, c).all(axis=1)
         Kr = (buf.Zh @ U).reshape(buf.N, nw, c)
         Ks = (seg["Zh"] @ U).reshape(-1, nw, c)
         grow = (1.0 + delta)[:, None, None]
@@ -475,7 +478,7 @@ class DualSolver(CoreBlockSolver):
                       yS[pos_seg])
         rI = (yI * rdI[:, :, None] - KaI * rdI[:, :, None]
               - grow * (blk.shiftP[idx] * valid)[:, :, None] * xI) * valid[:, :, None]
-        return rA, rI
+        return rA, rI, good
 
     def _forgetting_ridge(self, blk, idx, valid, S, a, delta, rhs=None):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = ỹ`` for the windows ``w``.
@@ -563,7 +566,7 @@ class DualSolver(CoreBlockSolver):
         x, ok = solve_stack(M, rhs)
         return (x[:, :nA], x[:, nA:] * vm[:, :, None]), ok
 
-    def _refine_windows(self, blk, idx, valid, a_P, new, seg):
+    def _refine_windows(self, blk, idx, valid, a_P, new, seg, kappa):
         """One step of refinement for several windows of a segment, as matrix products.
 
         The windows are ``core + periphery[idx]`` (``valid`` marks real positions);
@@ -572,11 +575,12 @@ class DualSolver(CoreBlockSolver):
         ``seg["Zh"]``. As in :meth:`_refined`: ``a`` from the blocks, the residual
         ``ỹ − (K̂ + diag(shift)) a`` with ``K̂ a = Ẑ (Ẑᵀ a)`` from the rows, and the
         correction ``δ = K̂⁻¹ r`` through the blocks. Returns ``k̂·δ`` for each window's
-        new row (to add to its prediction ``/s``).
+        new row (to add to its prediction ``/s``), and which windows the step may refine
+        (:func:`refinable`, with their condition estimates ``kappa``; the others are for
+        the orthogonal route).
         """
         buf, c, m0 = self.buf, self.c, seg["m0"]
         nw, H = idx.shape
-        self.n_refined += nw
         A, nA = blk.slots_A, blk.slots_A.size
         vm = valid[:, :, None]
         # a_A = K̂_AA⁻¹ỹ_A − X_I a_I for every window (columns w·c + j)
@@ -596,6 +600,9 @@ class DualSolver(CoreBlockSolver):
         segc = segc.reshape(-1, nw * c)
         # K̂ a from the rows: Ẑ (Ẑᵀ a), the window's rows being ring and segment rows
         U = buf.Zh.T @ ring + seg["Zh"].T @ segc  # (D, nw·c)
+        ok = refinable(np.sum(ring**2, axis=0) + np.sum(segc**2, axis=0), np.sum(U**2, axis=0),
+                       np.repeat(nA + valid.sum(axis=1), c), np.repeat(kappa, c)).reshape(nw, c).all(axis=1)
+        self.n_refined += int(ok.sum())
         Ka_ring, Ka_seg = buf.Zh @ U, seg["Zh"] @ U
         inv_s_ring = _inv_or_zero(buf.s)
         # r_A = ỹ_A − (K̂a)_A − shift_A a_A
@@ -626,25 +633,31 @@ class DualSolver(CoreBlockSolver):
         corr = np.einsum("wa,awc->wc", kA, dA.reshape(nA, nw, c))
         k_I = np.where(in_ring, seg["P_old"][(new - m0)[:, None], pos_slot],
                        seg["P_new"][(new - m0)[:, None], np.where(in_seg, idx - m0, 0)])
-        return corr + np.einsum("wi,wic->wc", k_I * valid, dI)
+        return corr + np.einsum("wi,wic->wc", k_I * valid, dI), ok
 
-    def _refined(self, blk, lo, hi, a_P, k=None):
+    def _refined(self, blk, lo, hi, part, k=None):
         """One step of refinement of the window ``core + periphery[lo, hi)``.
 
         ``a`` from the blocks, then ``a ← a + K̂⁻¹ (ỹ − (K̂ + diag(shift)) a)`` with
         ``K̂ a = Ẑ (Ẑᵀ a)`` computed from the rows (two products with the ring,
         ``O(N·D)``) and ``K̂⁻¹`` through the blocks. Returns ``k·a`` (the prediction
-        ``/s`` of a new row whose products with the ring are ``k``), or ``β = Ẑᵀ a``.
+        ``/s`` of a new row whose products with the ring are ``k``), or ``β = Ẑᵀ a``;
+        ``None`` where the step cannot refine the window (:func:`refinable`). ``part``:
+        ``(a_P, κ)``, the window's periphery part of ``a`` and its condition estimate.
         """
         buf, I = self.buf, slice(lo, hi)
-        self.n_refined += 1
+        a_P, kappa = part
         A, P = blk.slots_A, blk.slot[I]
         a = np.zeros((buf.N, self.c))  # by ring slot (zero outside the window)
         a[P] = a_P
         a[A] = blk.a_y - blk.X[:, I] @ a_P
         win = np.concatenate([A, P])
         # r = ỹ − (K̂ + diag(shift)) a, from the rows
-        Ka = (buf.Zh @ (buf.Zh.T @ a))[win] + self._shift(win)[:, None] * a[win]
+        U = buf.Zh.T @ a
+        if not refinable(np.sum(a**2, axis=0), np.sum(U**2, axis=0), win.size, kappa).all():
+            return None
+        self.n_refined += 1
+        Ka = (buf.Zh @ U)[win] + self._shift(win)[:, None] * a[win]
         res = buf.Y[win] * _inv_or_zero(buf.s[win])[:, None] - Ka
         rA, rP = res[: A.size], res[A.size :]
         # δ = K̂⁻¹ r:  δ_I = S⁻¹ (r_I − X_Iᵀ r_A),  δ_A = K̂_AA⁻¹ r_A − X_I δ_I
@@ -695,6 +708,27 @@ class _Solution:
         a[self.slots_A] = self.xA
         a[self.slots_I] = self.xI
         return a
+
+
+#: Largest growth ``‖â‖·‖Ẑ‖_F / ‖β‖`` (``β = Ẑᵀâ``) of a window that one step of
+#: refinement may correct, per unit of ``√κ`` (``κ`` the window's Gram condition
+#: estimate). The residual's product ``Ẑᵀâ`` rounds to about ``eps·‖â‖·‖Ẑ‖``, which
+#: carries into the refined ``β`` as ``eps·growth·‖β‖``, against a bound of ``100·eps·√κ``
+#: times the predictions' scale. Where ``â`` is far larger than what ``β`` keeps of it (a
+#: window made definite by a small ridge: rank-deficient, low-rank or repeated rows,
+#: targets off their span) that is far outside. Measured over 5,000 refined windows at
+#: ``N ≤ 100`` (RFF features and low-rank rows, ``α`` 1e-12…1e-4, ``λ`` 1 and 0.999):
+#: growth/√κ ≤ 1,000 → at most 0.18 bound units; 4.9e3…1.6e4 → up to 2 units.
+REFINE_GROWTH_PER_ROOT_KAPPA = 100.0
+
+
+def refinable(a2, beta2, rows, kappa):
+    """Whether windows with ``‖â‖² = a2``, ``‖β‖² = beta2``, ``rows`` unit rows (so
+    ``‖Ẑ‖_F² ≤ rows``) and condition estimates ``kappa`` are within
+    :data:`REFINE_GROWTH_PER_ROOT_KAPPA` (a zero ``β`` of a zero ``â`` is)."""
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        growth = np.sqrt(a2 * rows / beta2)
+    return ~(growth > REFINE_GROWTH_PER_ROOT_KAPPA * np.sqrt(kappa))
 
 
 def ridge_shifts(s, *, alpha, log_w=0.0):

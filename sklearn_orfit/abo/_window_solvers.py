@@ -652,7 +652,9 @@ class CoreBlockSolver:
         if route[0] == FAST:
             return self._coef(blk, parts[0], lo, hi)
         if route[0] == REFINE:
-            return self._refined(blk, lo, hi, parts[0])
+            beta = self._refined(blk, lo, hi, parts[0])
+            if beta is not None:
+                return beta
         return self._orthogonal_beta()
 
     def _unsolved(self, n_windows):
@@ -754,9 +756,9 @@ class CoreBlockSolver:
                     beta = (self._coef(blk, parts[i], lo[i], hi[i]) if fast
                             else self._window_beta(blk, lo[i], hi[i]))
                     out[i] = inert[1][i] @ beta
-            elif route[i] == REFINE:
-                out[i] = s[i] * self._refined(blk, lo[i], hi[i], parts[i], k=k)
-            elif route[i] == ORTHOGONAL:
+            elif route[i] == REFINE and (v := self._refined(blk, lo[i], hi[i], parts[i], k=k)) is not None:
+                out[i] = s[i] * v
+            elif route[i] != FAST:  # the orthogonal route, or a window the step could not refine
                 out[i] = Z[i] @ self._orthogonal_beta()
             leaving = None
             if drops[i] and isinstance(self.orth, SlidingR):
