@@ -437,48 +437,59 @@ class DualSolver(CoreBlockSolver):
     def _forgetting_residuals(self, blk, idx, valid, xA, xI, delta, seg, kappa):
         """The residuals ``r = ỹ − (K̂ + (1 + δ_w) Σ) x`` of windows with a ridge and
         forgetting (the block's scaled coordinates), ``K̂x`` computed from the rows:
-        ``D^-½ Ẑ (Ẑᵀ D^-½ x)``, two products with the ring (``O(N·D)`` a window) and with
-        the segment's rows (``seg`` as in :meth:`_refine_windows`).
+        ``D^-½ Ẑ (Ẑᵀ D^-½ x)`` (:meth:`_window_products`).
 
         Returns ``(r_A, r_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and which
         windows one step can refine (:func:`refinable`, with their condition estimates
         ``kappa``).
+        """
+        rdI = blk.rdP[idx] * valid  # (nw, H)
+        # â = D^-½ x
+        KaA, KaI, yA, yI, good, _ = self._window_products(
+            blk, idx, valid, np.moveaxis(xA, 0, 1) * blk.rd_A[:, None, None], xI * rdI[:, :, None], seg, kappa)
+        grow = (1.0 + delta)[:, None, None]
+        # r = D^-½ (ỹ − K̂â) − (1 + δ) Σ x
+        rA = (np.moveaxis(yA[:, None] - KaA, 0, 1) * blk.rd_A[None, :, None]
+              - grow * blk.shift_A[None, :, None] * xA)
+        rI = ((yI - KaI) * rdI[:, :, None] - grow * (blk.shiftP[idx] * valid)[:, :, None] * xI) * valid[:, :, None]
+        return rA, rI, good
+
+    def _window_products(self, blk, idx, valid, aA, aI, seg, kappa):
+        """``K̂â`` of windows ``core + periphery[idx]`` from their rows, ``Ẑ (Ẑᵀâ)``: two
+        products with the ring (``O(N·D)`` a window) and with the segment's rows.
+
+        Positions before ``seg["m0"]`` are rows in the ring (not yet overwritten: a row
+        leaves the window before its slot is reused), later ones the segment's rows
+        ``seg["Zh"]``. ``aA`` ``(n_A, nw, c)`` and ``aI`` ``(nw, H, c)`` are the windows'
+        ``â`` on the core and on their periphery positions. Returns ``(K̂â)_A``, ``(K̂â)_I``,
+        ``ỹ_A`` ``(n_A, c)``, ``ỹ_I``, which windows one step can refine
+        (:func:`refinable`, with their condition estimates ``kappa``) and each periphery
+        position's ring slot (where it is in the ring).
         """
         buf, c, m0 = self.buf, self.c, seg["m0"]
         nw, H = idx.shape
         A = blk.slots_A
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
         in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
-        rdI = blk.rdP[idx] * valid  # (nw, H)
-        # â = D^-½ x by ring slot and by segment row (zero outside each window)
+        # â by ring slot and by segment row (zero outside each window)
         ring = np.zeros((buf.N, nw, c))
-        ring[A] = np.moveaxis(xA, 0, 1) * blk.rd_A[:, None, None]
-        aI = xI * rdI[:, :, None]
+        ring[A] = aA
         ring[blk.slot[idx[in_ring]], w_of[in_ring]] = aI[in_ring]
         segc = np.zeros((seg["Zh"].shape[0], nw, c))
         segc[(idx - m0)[in_seg], w_of[in_seg]] = aI[in_seg]
-        U = buf.Zh.T @ ring.reshape(buf.N, nw * c) + seg["Zh"].T @ segc.reshape(-1, nw * c)
+        U = buf.Zh.T @ ring.reshape(buf.N, nw * c) + seg["Zh"].T @ segc.reshape(-1, nw * c)  # β, (D, nw·c)
         good = refinable(np.sum(ring**2, axis=0).ravel() + np.sum(segc**2, axis=0).ravel(), np.sum(U**2, axis=0),
                          np.repeat(A.size + valid.sum(axis=1), c), np.repeat(kappa, c)).reshape(nw, c).all(axis=1)
         Kr = (buf.Zh @ U).reshape(buf.N, nw, c)
-        Ks = (seg["Zh"] @ U).reshape(-1, nw, c)
-        grow = (1.0 + delta)[:, None, None]
-        # r_A = ỹ_A − D_A^-½ (K̂â)_A − (1 + δ) Σ_A x_A
-        ytil_A = buf.Y[A] * (_inv_or_zero(buf.s[A]) * blk.rd_A)[:, None]
-        rA = (ytil_A[None] - np.moveaxis(Kr[A], 0, 1) * blk.rd_A[None, :, None]
-              - grow * blk.shift_A[None, :, None] * xA)
-        # r_I position by position (ring slot or segment row)
+        # (a row of zeros after the segment's: what padding and ring positions index)
+        Ks = np.concatenate([(seg["Zh"] @ U).reshape(-1, nw, c), np.zeros((1, nw, c))])
+        yS = np.concatenate([seg["Y"] * _inv_or_zero(seg["s"])[:, None], np.zeros((1, c))])
         pos_slot = blk.slot[np.where(in_ring, idx, 0)]
         pos_seg = np.where(in_seg, idx - m0, -1)
-        # (a row of zeros after the segment's: what padding and ring positions index)
-        Ks = np.concatenate([Ks, np.zeros((1, nw, c))])
-        yS = np.concatenate([seg["Y"] * _inv_or_zero(seg["s"])[:, None], np.zeros((1, c))])
         KaI = np.where(in_ring[:, :, None], Kr[pos_slot, w_of], Ks[pos_seg, w_of])
         yI = np.where(in_ring[:, :, None], buf.Y[pos_slot] * _inv_or_zero(buf.s[pos_slot])[..., None],
                       yS[pos_seg])
-        rI = (yI * rdI[:, :, None] - KaI * rdI[:, :, None]
-              - grow * (blk.shiftP[idx] * valid)[:, :, None] * xI) * valid[:, :, None]
-        return rA, rI, good
+        return Kr[A], KaI, buf.Y[A] * _inv_or_zero(buf.s[A])[:, None], yI, good, pos_slot
 
     def _forgetting_ridge(self, blk, idx, valid, S, a, delta, rhs=None):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = ỹ`` for the windows ``w``.
@@ -569,17 +580,16 @@ class DualSolver(CoreBlockSolver):
     def _refine_windows(self, blk, idx, valid, a_P, new, seg, kappa):
         """One step of refinement for several windows of a segment, as matrix products.
 
-        The windows are ``core + periphery[idx]`` (``valid`` marks real positions);
-        positions before ``seg["m0"]`` are rows in the ring (not yet overwritten: a row
-        leaves the window before its slot is reused), later ones are the segment's rows
-        ``seg["Zh"]``. As in :meth:`_refined`: ``a`` from the blocks, the residual
-        ``ỹ − (K̂ + diag(shift)) a`` with ``K̂ a = Ẑ (Ẑᵀ a)`` from the rows, and the
+        The windows are ``core + periphery[idx]`` (``valid`` marks real positions; ring
+        and segment rows as in :meth:`_window_products`). As in :meth:`_refined`: ``a``
+        from the blocks, the residual ``ỹ − (K̂ + diag(shift)) a`` with ``K̂ a`` from the
+        rows (:meth:`_window_products`), and the
         correction ``δ = K̂⁻¹ r`` through the blocks. Returns ``k̂·δ`` for each window's
         new row (to add to its prediction ``/s``), and which windows the step may refine
         (:func:`refinable`, with their condition estimates ``kappa``; the others are for
         the orthogonal route).
         """
-        buf, c, m0 = self.buf, self.c, seg["m0"]
+        c, m0 = self.c, seg["m0"]
         nw, H = idx.shape
         A, nA = blk.slots_A, blk.slots_A.size
         vm = valid[:, :, None]
@@ -589,36 +599,15 @@ class DualSolver(CoreBlockSolver):
         coefP[idx[valid], w_of[valid]] = a_P[valid]  # padding positions alias position 0
         coefP = coefP.reshape(blk.slot.size, nw * c)
         a_A = np.tile(blk.a_y, nw) - blk.X @ coefP  # (nA, nw·c)
-        in_ring = (idx < m0) & valid
-        in_seg = (idx >= m0) & valid
-        ring = np.zeros((buf.N, nw, c))
-        ring[blk.slot[np.where(in_ring, idx, 0)][in_ring], w_of[in_ring]] = a_P[in_ring]
-        ring = ring.reshape(buf.N, nw * c)
-        ring[A] += a_A
-        segc = np.zeros((seg["Zh"].shape[0], nw, c))
-        segc[(idx - m0)[in_seg], w_of[in_seg]] = a_P[in_seg]
-        segc = segc.reshape(-1, nw * c)
-        # K̂ a from the rows: Ẑ (Ẑᵀ a), the window's rows being ring and segment rows
-        U = buf.Zh.T @ ring + seg["Zh"].T @ segc  # (D, nw·c)
-        ok = refinable(np.sum(ring**2, axis=0) + np.sum(segc**2, axis=0), np.sum(U**2, axis=0),
-                       np.repeat(nA + valid.sum(axis=1), c), np.repeat(kappa, c)).reshape(nw, c).all(axis=1)
+        in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
+        KaA, KaI, yA, yI, ok, pos_slot = self._window_products(blk, idx, valid, a_A.reshape(nA, nw, c), a_P, seg,
+                                                              kappa)
         self.n_refined += int(ok.sum())
-        Ka_ring, Ka_seg = buf.Zh @ U, seg["Zh"] @ U
-        inv_s_ring = _inv_or_zero(buf.s)
-        # r_A = ỹ_A − (K̂a)_A − shift_A a_A
-        rA = (np.tile(buf.Y[A] * inv_s_ring[A, None], nw) - Ka_ring[A] - self._shift(A)[:, None] * a_A)
-        # r_I position by position
-        pos_slot = blk.slot[np.where(in_ring, idx, 0)]
-        Kr = Ka_ring.reshape(buf.N, nw, c)
-        Ks = Ka_seg.reshape(-1, nw, c)
-        KaI = np.where(in_ring[:, :, None], Kr[pos_slot, w_of], Ks[np.where(in_seg, idx - m0, 0), w_of])
-        ytil_I = np.where(
-            in_ring[:, :, None],
-            buf.Y[pos_slot] * inv_s_ring[pos_slot][..., None],
-            seg["Y"][np.where(in_seg, idx - m0, 0)] * _inv_or_zero(seg["s"])[np.where(in_seg, idx - m0, 0)][..., None],
-        )
-        shift_I = np.where(in_ring, self._shift(pos_slot), self._shift(seg["s"][np.where(in_seg, idx - m0, 0)], by_norm=True))
-        rI = (ytil_I - KaI - shift_I[:, :, None] * a_P) * vm
+        # r = ỹ − K̂a − diag(shift) a
+        rA = np.tile(yA, nw) - KaA.reshape(nA, nw * c) - self._shift(A)[:, None] * a_A
+        seg_s = seg["s"][np.where(in_seg, idx - m0, 0)]
+        shift_I = np.where(in_ring, self._shift(pos_slot), self._shift(seg_s, by_norm=True))
+        rI = (yI - KaI - shift_I[:, :, None] * a_P) * vm
         # δ_I = S⁻¹ (r_I − X_Iᵀ r_A),  δ_A = K̂_AA⁻¹ r_A − X_I δ_I
         KrA = blk._bwd(blk._fwd(rA))  # (nA, nw·c)
         XtrA = (blk.X.T @ rA).reshape(blk.slot.size, nw, c)[idx, w_of]  # (nw, H, c)
