@@ -634,3 +634,18 @@ def test_the_ridge_oracle_leaves_zero_rows_out():
     beta, kappa = window_lstsq(Z, y[:, None], 30, window_size=100, forgetting_factor=0.999, alpha=1e-12)
     exact = exact_window_prediction(Z, y, 30, window_size=100, forgetting_factor=0.999, alpha=1e-12, digits=40)
     assert abs(Z[30] @ beta[:, 0] - exact) <= 100 * EPS * kappa * max(1.0, abs(exact))
+
+
+@pytest.mark.parametrize("scale", [1e-100, 1e30, 1e150])
+def test_low_rank_windows_with_a_small_ridge_at_any_scale_and_two_targets(scale):
+    # the growth check is scale-free: rows and ridge scaled together (alpha by scale^2),
+    # two targets of which one is zero (its a and beta are zero: refinable). Before the
+    # check, 2-7 bound units off at each of these scales
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(160, 20)) @ rng.normal(size=(20, 64)) * scale * 1e-6
+    Y = np.column_stack([rng.normal(size=160), np.zeros(160)])
+    alpha = 1e-6 * (scale * 1e-6) ** 2
+    reg = QREWRLSRegressor(100, alpha=alpha)
+    pred = np.concatenate([prequential_predict(reg, Z[a : a + 7], Y[a : a + 7]) for a in range(0, 160, 7)])
+    assert np.all(pred[:, 1] == 0.0)
+    assert_matches_oracle(pred[:, 0], Z, Y[:, 0], N=100, alpha=alpha)
