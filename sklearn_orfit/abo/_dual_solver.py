@@ -388,10 +388,8 @@ class DualSolver(CoreBlockSolver):
                     # one step of refinement against the rows (in the segment's ring and
                     # rows, or, for coef_, the window in the ring)
                     w = fast[k]
-                    seg_ = seg if seg is not None else dict(m0=blk.m, Zh=np.zeros((0, self.D)),
-                                                            s=np.zeros(0), Y=np.zeros((0, c)))
-                    *res, good = self._forgetting_residuals(blk, idx[w], valid[w], x[0][k], x[1][k], delta[w], seg_,
-                                                            kappa[w])
+                    *res, good = self._forgetting_residuals(blk, idx[w], valid[w], x[0][k], x[1][k], delta[w],
+                                                            seg if seg is not None else self._ring_only(blk), kappa[w])
                     r[w[~good]] = ORTHOGONAL
                     ok[k[~good]] = False
                     k, w = k[good], w[good]
@@ -628,32 +626,36 @@ class DualSolver(CoreBlockSolver):
         """One step of refinement of the window ``core + periphery[lo, hi)``.
 
         ``a`` from the blocks, then ``a ← a + K̂⁻¹ (ỹ − (K̂ + diag(shift)) a)`` with
-        ``K̂ a = Ẑ (Ẑᵀ a)`` computed from the rows (two products with the ring,
-        ``O(N·D)``) and ``K̂⁻¹`` through the blocks. Returns ``k·a`` (the prediction
+        ``K̂ a`` computed from the rows (:meth:`_window_products`, ``O(N·D)``) and ``K̂⁻¹``
+        through the blocks. Returns ``k·a`` (the prediction
         ``/s`` of a new row whose products with the ring are ``k``), or ``β = Ẑᵀ a``;
         ``None`` where the step cannot refine the window (:func:`refinable`). ``part``:
         ``(a_P, κ)``, the window's periphery part of ``a`` and its condition estimate.
         """
-        buf, I = self.buf, slice(lo, hi)
+        buf, c, I = self.buf, self.c, slice(lo, hi)
         a_P, kappa = part
         A, P = blk.slots_A, blk.slot[I]
-        a = np.zeros((buf.N, self.c))  # by ring slot (zero outside the window)
-        a[P] = a_P
-        a[A] = blk.a_y - blk.X[:, I] @ a_P
-        win = np.concatenate([A, P])
-        # r = ỹ − (K̂ + diag(shift)) a, from the rows
-        U = buf.Zh.T @ a
-        if not refinable(np.sum(a**2, axis=0), np.sum(U**2, axis=0), win.size, kappa).all():
+        a_A = blk.a_y - blk.X[:, I] @ a_P
+        # r = ỹ − (K̂ + diag(shift)) a, K̂a from the rows (all of them in the ring)
+        KaA, KaI, yA, yI, ok, _ = self._window_products(
+            blk, np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool), a_A[:, None], a_P[None],
+            self._ring_only(blk), np.array([kappa]))
+        if not ok[0]:
             return None
         self.n_refined += 1
-        Ka = (buf.Zh @ U)[win] + self._shift(win)[:, None] * a[win]
-        res = buf.Y[win] * _inv_or_zero(buf.s[win])[:, None] - Ka
-        rA, rP = res[: A.size], res[A.size :]
+        rA = yA - KaA[:, 0] - self._shift(A)[:, None] * a_A
+        rP = yI[0] - KaI[0] - self._shift(P)[:, None] * a_P
         # δ = K̂⁻¹ r:  δ_I = S⁻¹ (r_I − X_Iᵀ r_A),  δ_A = K̂_AA⁻¹ r_A − X_I δ_I
         dP = solve_stack(blk.T[None, I, I], (rP - blk.X[:, I].T @ rA)[None])[0][0] if hi > lo else rP
-        a[A] += blk._bwd(blk._fwd(rA)) - blk.X[:, I] @ dP
-        a[P] += dP
+        a = np.zeros((buf.N, c))  # a + δ by ring slot (zero outside the window)
+        a[A] = a_A + blk._bwd(blk._fwd(rA)) - blk.X[:, I] @ dP
+        a[P] = a_P + dP
         return k @ a if k is not None else buf.Zh.T @ a
+
+    def _ring_only(self, blk):
+        """An empty segment for :meth:`_window_products`: every window position is a row
+        in the ring (the coefficients of a window whose rows are all written)."""
+        return dict(m0=blk.m, Zh=np.zeros((0, self.D)), s=np.zeros(0), Y=np.zeros((0, self.c)))
 
     def _spreads(self, s_new):
         """``max/min`` of ``√w·s`` over the windows before each new row (``s_new``), or
