@@ -649,3 +649,40 @@ def test_low_rank_windows_with_a_small_ridge_at_any_scale_and_two_targets(scale)
     pred = np.concatenate([prequential_predict(reg, Z[a : a + 7], Y[a : a + 7]) for a in range(0, 160, 7)])
     assert np.all(pred[:, 1] == 0.0)
     assert_matches_oracle(pred[:, 0], Z, Y[:, 0], N=100, alpha=alpha)
+
+
+@pytest.mark.parametrize("lam, alpha, zero_rows", [(1.0, 1e-6, False), (0.999, 1e-12, True)])
+def test_interrupts_inside_the_dual_refinement_change_nothing(lam, alpha, zero_rows):
+    # KeyboardInterrupt or an error at 16 lines spread over a call that refines windows
+    # (without forgetting, and a ridge with forgetting with zero rows) leaves the model's
+    # state as it was, and continuing equals never stopping, bit for bit
+    import copy
+
+    from _hostile import interrupted_states, run_traced
+    from _state import canonical_pickle
+
+    import sklearn_orfit.abo._dual_solver as dual
+    from sklearn_orfit import RandomFourierFeatures
+    from sklearn_orfit.datasets import make_abo_series, make_lagged
+
+    X, y = make_lagged(make_abo_series(230, random_state=0), 7)
+    Z = RandomFourierFeatures(60, sigma=0.3, random_state=0).fit_transform(X)[:200]
+    y = y[:200]
+    if zero_rows:
+        Z[np.random.default_rng(0).random(200) < 0.2] = 0.0
+    base = QREWRLSRegressor(60, forgetting_factor=lam, alpha=alpha)
+    prequential_predict(base, Z[:150], y[:150])
+    solver = getattr(base._solver, "inner", base._solver)
+    refined = solver.n_refined
+    ref = copy.deepcopy(base)
+    p_ref = prequential_predict(ref, Z[150:], y[150:])
+    assert getattr(ref._solver, "inner", ref._solver).n_refined > refined  # the call refines
+    n_lines = run_traced(lambda: prequential_predict(copy.deepcopy(base), Z[150:], y[150:]), 10**9,
+                         KeyboardInterrupt, dual.__file__)
+    before = canonical_pickle(base)
+    points = np.unique(np.linspace(1, n_lines, 16).astype(int))
+    for k, est, _ in interrupted_states(base, lambda e: lambda: prequential_predict(e, Z[150:], y[150:]), points,
+                                        dual.__file__):
+        assert canonical_pickle(est) == before, k
+        np.testing.assert_array_equal(prequential_predict(est, Z[150:], y[150:]), p_ref)
+        np.testing.assert_array_equal(est.coef_, ref.coef_)
