@@ -686,3 +686,33 @@ def test_interrupts_inside_the_dual_refinement_change_nothing(lam, alpha, zero_r
         assert canonical_pickle(est) == before, k
         np.testing.assert_array_equal(prequential_predict(est, Z[150:], y[150:]), p_ref)
         np.testing.assert_array_equal(est.coef_, ref.coef_)
+
+
+@pytest.mark.parametrize("sigma, lam", [(0.3, 1.0), (0.25, 0.999)])
+def test_refined_dual_windows_predict_through_their_coefficients(sigma, lam):
+    # a refined window's dual coefficients are large beside beta; the prediction summed
+    # over the window's rows (or the blocks' prediction plus the correction) rounded to
+    # 1.15 and 2.1 (with forgetting) bound units at N = 400, growing with N (5.3 at
+    # N = 1000); beta = Z^T a + Z^T delta, then z.beta: below 0.001
+    N, alpha = 400, 1e-6
+    from sklearn_orfit import RandomFourierFeatures
+    from sklearn_orfit.datasets import make_abo_series, make_lagged
+
+    n = N + 200
+    X, y = make_lagged(make_abo_series(n + 8, random_state=1), 7)
+    Z = RandomFourierFeatures(N, sigma=sigma, random_state=0).fit_transform(X)[: n + 1]
+    y = y[: n + 1]
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
+    pred = np.concatenate([prequential_predict(reg, Z[a : min(n, a + 250)], y[a : min(n, a + 250)])
+                           for a in range(0, n, 250)])
+    assert getattr(reg._solver, "inner", reg._solver).n_refined > 300
+    steps = np.append(np.arange(N // 2, n, 3), n)
+    pred = np.append(pred, reg.predict(Z[n:]))  # through coef_, refined as the windows are
+    o = np.empty(steps.size)
+    kappa = np.empty(steps.size)
+    for i, t in enumerate(steps):
+        beta, kappa[i] = window_lstsq(Z, y[:, None], t, window_size=N, forgetting_factor=lam, alpha=alpha)
+        o[i] = Z[t] @ beta[:, 0]
+    tol = 100 * EPS * kappa * max(1.0, np.abs(o).max())
+    err = np.abs(pred[steps] - o) / tol
+    assert err.max() <= 1.0, (int(steps[np.argmax(err)]), float(err.max()))

@@ -384,20 +384,24 @@ class DualSolver(CoreBlockSolver):
                     x, ok = self._forgetting_ridge(blk, idx[fast], valid[fast], S[fast], a[fast], delta[fast])
                 r[fast[~ok]] = ORTHOGONAL
                 k = np.flatnonzero(ok & (r[fast] == REFINE))
+                betas = {}  # the refined windows' β = Ẑᵀâ + Ẑᵀδ (see _refine_windows)
                 if k.size and (seg is not None or new is None):
                     # one step of refinement against the rows (in the segment's ring and
                     # rows, or, for coef_, the window in the ring)
                     w = fast[k]
-                    *res, good = self._forgetting_residuals(blk, idx[w], valid[w], x[0][k], x[1][k], delta[w],
-                                                            seg if seg is not None else self._ring_only(blk), kappa[w])
+                    rows = seg if seg is not None else self._ring_only(blk)
+                    *res, good, U = self._forgetting_residuals(blk, idx[w], valid[w], x[0][k], x[1][k], delta[w],
+                                                               rows, kappa[w])
                     r[w[~good]] = ORTHOGONAL
                     ok[k[~good]] = False
                     k, w = k[good], w[good]
                     res = (res[0][good], res[1][good])
                     dx, _ = self._forgetting_ridge(blk, idx[w], valid[w], S[w], a[w], delta[w], rhs=res)
-                    x = (x[0].copy(), x[1].copy())
-                    x[0][k] += dx[0]
-                    x[1][k] += dx[1]
+                    # δ = D^-½ dx
+                    Ztd, _ = self._rows_t(blk, idx[w], valid[w], np.moveaxis(dx[0], 0, 1) * blk.rd_A[:, None, None],
+                                          dx[1] * (blk.rdP[idx[w]] * valid[w])[:, :, None], rows)
+                    beta = U.reshape(self.D, good.size, c)[:, good] + Ztd.reshape(self.D, w.size, c)
+                    betas = {int(j): beta[:, i] for i, j in enumerate(k)}
                     self.n_refined += w.size
                     r[w] = FAST
                 route[sel] = r
@@ -408,10 +412,13 @@ class DualSolver(CoreBlockSolver):
                     kA = seg["P_old"][nf - seg["m0"]][:, blk.slots_A] * blk.rd_A[None, :]
                     kI = np.where(valid[fast], blk.KP[nf[:, None], idx[fast]], 0.0) / blk.rdP[nf][:, None]
                     pred[sel.start + fast] = np.einsum("wa,wac->wc", kA, x[0]) + np.einsum("wi,wic->wc", kI, x[1])
+                    for j, beta in betas.items():  # refined: ẑ·β
+                        pred[sel.start + fast[j]] = seg["Zh"][nf[j] - seg["m0"]] @ beta
                 for k in np.flatnonzero(ok):  # x: the fast windows' solutions
                     w = fast[k]
                     if new is None or (keep is not None and keep[sel.start + w]):
-                        parts[sel.start + w] = _Solution(blk, idx[w], valid[w], x[0][k], x[1][k])
+                        parts[sel.start + w] = _Solution(blk, idx[w], valid[w], x[0][k], x[1][k],
+                                                         beta=betas.get(int(k)))
                 continue
             route[sel] = r
             kept = np.zeros(r.size, dtype=bool) if keep is None else keep[sel] & (r == FAST)
@@ -421,8 +428,8 @@ class DualSolver(CoreBlockSolver):
                 pred[sel] = blk.ru[new[sel]] + np.einsum("wi,wic->wc", t, a)
                 ref = np.flatnonzero(r == REFINE)
                 if seg is not None and ref.size:
-                    corr, ok = self._refine_windows(blk, idx[ref], valid[ref], a[ref], new[sel][ref], seg, kappa[ref])
-                    pred[sel.start + ref] += corr
+                    v, ok = self._refine_windows(blk, idx[ref], valid[ref], a[ref], new[sel][ref], seg, kappa[ref])
+                    pred[sel.start + ref] = v
                     r[ref] = np.where(ok, FAST, ORTHOGONAL)
                     route[sel.start + ref] = r[ref]
             for w, i in enumerate(range(sel.start, sel.stop)):
@@ -437,20 +444,20 @@ class DualSolver(CoreBlockSolver):
         forgetting (the block's scaled coordinates), ``K̂x`` computed from the rows:
         ``D^-½ Ẑ (Ẑᵀ D^-½ x)`` (:meth:`_window_products`).
 
-        Returns ``(r_A, r_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and which
+        Returns ``(r_A, r_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, which
         windows one step can refine (:func:`refinable`, with their condition estimates
-        ``kappa``).
+        ``kappa``) and ``Ẑᵀâ`` ``(D, nw·c)``.
         """
         rdI = blk.rdP[idx] * valid  # (nw, H)
         # â = D^-½ x
-        KaA, KaI, yA, yI, good, _ = self._window_products(
+        KaA, KaI, yA, yI, good, _, U = self._window_products(
             blk, idx, valid, np.moveaxis(xA, 0, 1) * blk.rd_A[:, None, None], xI * rdI[:, :, None], seg, kappa)
         grow = (1.0 + delta)[:, None, None]
         # r = D^-½ (ỹ − K̂â) − (1 + δ) Σ x
         rA = (np.moveaxis(yA[:, None] - KaA, 0, 1) * blk.rd_A[None, :, None]
               - grow * blk.shift_A[None, :, None] * xA)
         rI = ((yI - KaI) * rdI[:, :, None] - grow * (blk.shiftP[idx] * valid)[:, :, None] * xI) * valid[:, :, None]
-        return rA, rI, good
+        return rA, rI, good, U
 
     def _window_products(self, blk, idx, valid, aA, aI, seg, kappa):
         """``K̂â`` of windows ``core + periphery[idx]`` from their rows, ``Ẑ (Ẑᵀâ)``: two
@@ -469,15 +476,9 @@ class DualSolver(CoreBlockSolver):
         A = blk.slots_A
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
         in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
-        # â by ring slot and by segment row (zero outside each window)
-        ring = np.zeros((buf.N, nw, c))
-        ring[A] = aA
-        ring[blk.slot[idx[in_ring]], w_of[in_ring]] = aI[in_ring]
-        segc = np.zeros((seg["Zh"].shape[0], nw, c))
-        segc[(idx - m0)[in_seg], w_of[in_seg]] = aI[in_seg]
-        U = buf.Zh.T @ ring.reshape(buf.N, nw * c) + seg["Zh"].T @ segc.reshape(-1, nw * c)  # β, (D, nw·c)
-        good = refinable(np.sum(ring**2, axis=0).ravel() + np.sum(segc**2, axis=0).ravel(), np.sum(U**2, axis=0),
-                         np.repeat(A.size + valid.sum(axis=1), c), np.repeat(kappa, c)).reshape(nw, c).all(axis=1)
+        U, a2 = self._rows_t(blk, idx, valid, aA, aI, seg)  # β = Ẑᵀâ, (D, nw·c)
+        good = refinable(a2, np.sum(U**2, axis=0), np.repeat(A.size + valid.sum(axis=1), c),
+                         np.repeat(kappa, c)).reshape(nw, c).all(axis=1)
         Kr = (buf.Zh @ U).reshape(buf.N, nw, c)
         # (a row of zeros after the segment's: what padding and ring positions index)
         Ks = np.concatenate([(seg["Zh"] @ U).reshape(-1, nw, c), np.zeros((1, nw, c))])
@@ -487,7 +488,25 @@ class DualSolver(CoreBlockSolver):
         KaI = np.where(in_ring[:, :, None], Kr[pos_slot, w_of], Ks[pos_seg, w_of])
         yI = np.where(in_ring[:, :, None], buf.Y[pos_slot] * _inv_or_zero(buf.s[pos_slot])[..., None],
                       yS[pos_seg])
-        return Kr[A], KaI, buf.Y[A] * _inv_or_zero(buf.s[A])[:, None], yI, good, pos_slot
+        return Kr[A], KaI, buf.Y[A] * _inv_or_zero(buf.s[A])[:, None], yI, good, pos_slot, U
+
+    def _rows_t(self, blk, idx, valid, vA, vI, seg):
+        """``Ẑᵀv`` of windows ``core + periphery[idx]`` (rows in the ring and in the segment
+        as in :meth:`_window_products`) for ``v`` given on the core, ``vA`` ``(n_A, nw, c)``,
+        and on the periphery positions, ``vI`` ``(nw, H, c)``: ``(D, nw·c)``, and ``‖v‖²``
+        of each column."""
+        buf, c, m0 = self.buf, self.c, seg["m0"]
+        nw = idx.shape[0]
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+        in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
+        # v by ring slot and by segment row (zero outside each window)
+        ring = np.zeros((buf.N, nw, c))
+        ring[blk.slots_A] = vA
+        ring[blk.slot[idx[in_ring]], w_of[in_ring]] = vI[in_ring]
+        segc = np.zeros((seg["Zh"].shape[0], nw, c))
+        segc[(idx - m0)[in_seg], w_of[in_seg]] = vI[in_seg]
+        Ztv = buf.Zh.T @ ring.reshape(buf.N, nw * c) + seg["Zh"].T @ segc.reshape(segc.shape[0], nw * c)
+        return Ztv, np.sum(ring**2, axis=0).ravel() + np.sum(segc**2, axis=0).ravel()
 
     def _forgetting_ridge(self, blk, idx, valid, S, a, delta, rhs=None):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = ỹ`` for the windows ``w``.
@@ -582,8 +601,8 @@ class DualSolver(CoreBlockSolver):
         and segment rows as in :meth:`_window_products`). As in :meth:`_refined`: ``a``
         from the blocks, the residual ``ỹ − (K̂ + diag(shift)) a`` with ``K̂ a`` from the
         rows (:meth:`_window_products`), and the
-        correction ``δ = K̂⁻¹ r`` through the blocks. Returns ``k̂·δ`` for each window's
-        new row (to add to its prediction ``/s``), and which windows the step may refine
+        correction ``δ = K̂⁻¹ r`` through the blocks. Returns the prediction ``/s`` of each
+        window's new row, ``ẑ·β`` with ``β = Ẑᵀ(a + δ)``, and which windows the step may refine
         (:func:`refinable`, with their condition estimates ``kappa``; the others are for
         the orthogonal route).
         """
@@ -598,8 +617,8 @@ class DualSolver(CoreBlockSolver):
         coefP = coefP.reshape(blk.slot.size, nw * c)
         a_A = np.tile(blk.a_y, nw) - blk.X @ coefP  # (nA, nw·c)
         in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
-        KaA, KaI, yA, yI, ok, pos_slot = self._window_products(blk, idx, valid, a_A.reshape(nA, nw, c), a_P, seg,
-                                                              kappa)
+        KaA, KaI, yA, yI, ok, pos_slot, U = self._window_products(blk, idx, valid, a_A.reshape(nA, nw, c), a_P,
+                                                                 seg, kappa)
         self.n_refined += int(ok.sum())
         # r = ỹ − K̂a − diag(shift) a
         rA = np.tile(yA, nw) - KaA.reshape(nA, nw * c) - self._shift(A)[:, None] * a_A
@@ -615,29 +634,34 @@ class DualSolver(CoreBlockSolver):
         coefD = np.zeros((blk.slot.size, nw, c))
         coefD[idx[valid], w_of[valid]] = dI[valid]
         dA = KrA - blk.X @ coefD.reshape(blk.slot.size, nw * c)  # (nA, nw·c)
-        # k̂·δ: the new row's products with the core and with the window's periphery
-        kA = seg["P_old"][new - m0][:, A]  # (nw, nA)
-        corr = np.einsum("wa,awc->wc", kA, dA.reshape(nA, nw, c))
-        k_I = np.where(in_ring, seg["P_old"][(new - m0)[:, None], pos_slot],
-                       seg["P_new"][(new - m0)[:, None], np.where(in_seg, idx - m0, 0)])
-        return corr + np.einsum("wi,wic->wc", k_I * valid, dI), ok
+        # ŷ/s = ẑ·β with β = Ẑᵀ(a + δ), not k̂·(a + δ) nor the blocks' prediction plus k̂·δ:
+        # the refined windows' â is large beside β (growth up to 100√κ, see refinable)
+        # and a sum over the window's rows of k̂_j â_j rounds to about eps·‖â‖ times the
+        # products' own rounding, which grows with N; β then ẑ·β does not carry it
+        # (measured, RFF σ = 0.3, α = 1e-6, N = D = 1000: 5.3 bound units through the
+        # blocks' prediction, 1.5 through k̂·(a + δ), 0.36 through β, as in long double)
+        Ztd, _ = self._rows_t(blk, idx, valid, dA.reshape(nA, nw, c), dI, seg)
+        beta = (U + Ztd).reshape(self.D, nw, c)
+        return np.einsum("wd,dwc->wc", seg["Zh"][new - m0], beta), ok
 
     def _refined(self, blk, lo, hi, part, k=None):
         """One step of refinement of the window ``core + periphery[lo, hi)``.
 
         ``a`` from the blocks, then ``a ← a + K̂⁻¹ (ỹ − (K̂ + diag(shift)) a)`` with
         ``K̂ a`` computed from the rows (:meth:`_window_products`, ``O(N·D)``) and ``K̂⁻¹``
-        through the blocks. Returns ``k·a`` (the prediction
-        ``/s`` of a new row whose products with the ring are ``k``), or ``β = Ẑᵀ a``;
+        through the blocks. Returns ``β = Ẑᵀa + Ẑᵀδ`` (see :meth:`_refine_windows`),
         ``None`` where the step cannot refine the window (:func:`refinable`). ``part``:
         ``(a_P, κ)``, the window's periphery part of ``a`` and its condition estimate.
+        (The windows before a segment's rows are refined with the segment's others in
+        :meth:`_solve_windows`: ``k``, a new row's products, is never given here.)
         """
+        assert k is None
         buf, c, I = self.buf, self.c, slice(lo, hi)
         a_P, kappa = part
         A, P = blk.slots_A, blk.slot[I]
         a_A = blk.a_y - blk.X[:, I] @ a_P
         # r = ỹ − (K̂ + diag(shift)) a, K̂a from the rows (all of them in the ring)
-        KaA, KaI, yA, yI, ok, _ = self._window_products(
+        KaA, KaI, yA, yI, ok, _, U = self._window_products(
             blk, np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool), a_A[:, None], a_P[None],
             self._ring_only(blk), np.array([kappa]))
         if not ok[0]:
@@ -647,10 +671,10 @@ class DualSolver(CoreBlockSolver):
         rP = yI[0] - KaI[0] - self._shift(P)[:, None] * a_P
         # δ = K̂⁻¹ r:  δ_I = S⁻¹ (r_I − X_Iᵀ r_A),  δ_A = K̂_AA⁻¹ r_A − X_I δ_I
         dP = solve_stack(blk.T[None, I, I], (rP - blk.X[:, I].T @ rA)[None])[0][0] if hi > lo else rP
-        a = np.zeros((buf.N, c))  # a + δ by ring slot (zero outside the window)
-        a[A] = a_A + blk._bwd(blk._fwd(rA)) - blk.X[:, I] @ dP
-        a[P] = a_P + dP
-        return k @ a if k is not None else buf.Zh.T @ a
+        d = np.zeros((buf.N, c))  # δ by ring slot (zero outside the window)
+        d[A] = blk._bwd(blk._fwd(rA)) - blk.X[:, I] @ dP
+        d[P] = dP
+        return U + buf.Zh.T @ d
 
     def _ring_only(self, blk):
         """An empty segment for :meth:`_window_products`: every window position is a row
@@ -675,7 +699,7 @@ class DualSolver(CoreBlockSolver):
 
     def _coef(self, blk, a_P, lo, hi):
         if isinstance(a_P, _Solution):  # the whole window's â (a ridge with forgetting)
-            return self.buf.Zh.T @ a_P.by_slot(self.buf.N)
+            return a_P.beta if a_P.beta is not None else self.buf.Zh.T @ a_P.by_slot(self.buf.N)
         # â_A = K̂_AA⁻¹ ỹ_A − X_I â_I,  β = Ẑ_Aᵀ â_A + Ẑ_Iᵀ â_I
         I = slice(lo, hi)
         # â by ring slot (zero outside the window): one product with the ring, no copy
@@ -689,7 +713,8 @@ class DualSolver(CoreBlockSolver):
 class _Solution:
     """``â`` of one window of a block: core part ``xA`` and periphery part ``xI``."""
 
-    def __init__(self, blk, idx, valid, xA, xI):
+    def __init__(self, blk, idx, valid, xA, xI, beta=None):
+        self.beta = beta  # β itself, when refinement computed it (see _refine_windows)
         self.slots_A, self.slots_I = blk.slots_A, blk.slot[idx[valid]]
         # â = D^-½ x (the block's Jacobi scaling)
         self.xA, self.xI = xA * blk.rd_A[:, None], xI[valid] * blk.rdP[idx[valid]][:, None]
