@@ -716,3 +716,28 @@ def test_refined_dual_windows_predict_through_their_coefficients(sigma, lam):
     tol = 100 * EPS * kappa * max(1.0, np.abs(o).max())
     err = np.abs(pred[steps] - o) / tol
     assert err.max() <= 1.0, (int(steps[np.argmax(err)]), float(err.max()))
+
+
+def test_a_ridge_with_forgetting_whose_iteration_stalls_at_rounding_stays_off_the_orthogonal_route():
+    # the block's iteration reaches rounding level and then jitters there (4-20 eps of
+    # max|x|); judged by its last step against 4 eps alone, 22 of 768 windows went to
+    # the orthogonal route here (159 of 2,291 at N = 1000, D = 2048, lambda = 0.999:
+    # 6x slower)
+    from sklearn_orfit import RandomFourierFeatures
+    from sklearn_orfit.datasets import make_abo_series, make_lagged
+
+    N, n, lam, alpha = 300, 500, 0.99, 1e-6
+    X, y = make_lagged(make_abo_series(n + 7, random_state=1), 7)
+    Z = RandomFourierFeatures(2 * N, sigma=0.3, random_state=0).fit_transform(X)[:n]
+    y = y[:n]
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
+    pred = np.concatenate([prequential_predict(reg, Z[a : a + 250], y[a : a + 250]) for a in range(0, n, 250)])
+    assert reg.n_orthogonal_windows_ == 0
+    steps = np.arange(N // 2, n, 4)
+    o = np.empty(steps.size)
+    kappa = np.empty(steps.size)
+    for i, t in enumerate(steps):
+        beta, kappa[i] = window_lstsq(Z, y[:, None], t, window_size=N, forgetting_factor=lam, alpha=alpha)
+        o[i] = Z[t] @ beta[:, 0]
+    err = np.abs(pred[steps] - o) / (100 * EPS * kappa * max(1.0, np.abs(o).max()))
+    assert err.max() <= 1.0, (int(steps[np.argmax(err)]), float(err.max()))

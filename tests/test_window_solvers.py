@@ -614,6 +614,39 @@ def test_solve_shifted_solves_every_shift_of_the_block():
     assert not ok[0] and not ok[-1] and ok[3]
 
 
+def test_solve_shifted_accepts_a_step_stalled_at_rounding_not_a_slow_one():
+    # products with P⁻¹Σ carry rounding: the steps fall to a few eps of max|x| and then
+    # jitter there (here 5-10 eps, from a perturbation that changes sign each product);
+    # judged by the last step against 4 eps alone, such windows never converged and went
+    # to the orthogonal route. A window whose step still contracts is not stalled.
+    from sklearn_orfit.abo._kernels import EPS, STALL_EPS, solve_shifted
+
+    rng = np.random.default_rng(0)
+    D = 30
+    A = rng.normal(size=(3 * D, D))
+    Sigma = np.diag(rng.uniform(0.1, 2.0, D))
+    P = A.T @ A + Sigma
+    M = np.linalg.inv(P) @ Sigma
+    b = rng.normal(size=(D, 2))
+    x0 = np.linalg.solve(P, b)
+    delta = np.array([0.2, 0.2])
+    size = lambda x: np.abs(x[0]).max(axis=0)  # noqa: E731
+    calls = {"n": 0}
+
+    def noisy(x):
+        calls["n"] += 1
+        sign = (-1.0) ** calls["n"] * np.sign(rng.normal(size=x[0].shape))
+        return [M @ x[0] + sign * 40 * EPS * np.abs(x[0]).max(axis=0)]
+
+    (x,), ok = solve_shifted(noisy, [x0], [delta[None, :]], size)
+    assert ok.all()
+    exact = np.linalg.solve(P + 0.2 * Sigma, b)
+    assert np.abs(x - exact).max() <= 2 * STALL_EPS * EPS * np.abs(exact).max() * np.linalg.cond(P)
+    # the same noise, too few steps to reach it: still contracting, not converged
+    (_,), ok = solve_shifted(noisy, [x0], [delta[None, :]], size, max_steps=4)
+    assert not ok.any()
+
+
 @pytest.mark.parametrize("scale", [1.0, 1e-89])
 @pytest.mark.parametrize("n, D", [(40, 15), (15, 40), (30, 30)])
 def test_ridge_from_scratch_by_qr_of_the_augmented_window(n, D, scale):
