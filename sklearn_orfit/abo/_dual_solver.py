@@ -24,9 +24,11 @@ factorised from scratch, no recursion and so no drift)::
     coefficients:              â_I = S⁻¹ g_I,  â_A = K̂_AA⁻¹ ỹ_A − X_I â_I,  β = Ẑᵀ â
 
 A window whose Gram matrix is too ill-conditioned for that (condition estimate above
-:data:`GRAM_KAPPA_MAX`, from two probes solved through the same blocks), or whose weighted
-rows are so graded that :func:`numpy.linalg.lstsq` would truncate some, is solved on the
-orthogonal route (:class:`SlidingQR`), which is kept slid while it is in use.
+:data:`GRAM_KAPPA_MAX`, from two probes solved through the same blocks) is refined
+against its rows, one or two steps through the same blocks (:meth:`DualSolver._refine_beta`,
+up to :data:`KAPPA_REFINE_TWICE`); beyond, or where its weighted rows are so graded that
+:func:`numpy.linalg.lstsq` would truncate some, it is solved on the orthogonal route
+(:class:`SlidingQR`), which is kept slid while it is in use.
 """
 
 import numpy as np
@@ -34,7 +36,9 @@ from scipy.linalg import lapack
 
 from .._docstrings import fill_doc
 from ._window import normalise_rows
-from ._kernels import GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, cholesky, lstsq_cutoff, solve_shifted, solve_stack
+from ._kernels import (
+    GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, cholesky, lstsq_cutoff, solve_shifted, solve_stack,
+)
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
     forgetting_block_size, weight_block_size,
@@ -53,6 +57,12 @@ _SHIFT_MAX = 1e200
 #: costs ``O(n³)`` a window. Measured (one thread, µs an update with a full window, the
 #: iteration's → each window's own): λ = 0.9 (b = 4), n = 100: 374 → 182, n = 128: 452 →
 #: 228, n = 200: 652 → 499; λ = 0.97 (b = 14), n = 100: 180 → 194, n = 200: 342 → 488.
+#: Windows (without forgetting) whose Gram condition estimate lies between
+#: :data:`~._kernels.KAPPA_REFINE_MAX` and this take two steps of refinement
+#: (:meth:`DualSolver._refine_beta`), not the orthogonal route: one step leaves about
+#: ``(κ·eps)²`` of the Gram route's error, two ``(κ·eps)³``
+KAPPA_REFINE_TWICE = 1e12
+
 DIRECT_SHIFT_MAX_N = 64
 DIRECT_SHIFT_ROWS_TIMES_BLOCK = 1024
 
@@ -367,7 +377,7 @@ class DualSolver(CoreBlockSolver):
                 # it cost more than the orthogonal route, measured at N = 100, λ = 0.9)
                 refine = 0.0 if blk.direct else KAPPA_REFINE_MAX
             else:
-                delta, refine = 0.0, KAPPA_REFINE_MAX
+                delta, refine = 0.0, KAPPA_REFINE_TWICE
             r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, np.where(kappa <= refine, REFINE, ORTHOGONAL))
             r[~solved] = ORTHOGONAL
             if self.alpha == 0.0:
@@ -474,21 +484,34 @@ class DualSolver(CoreBlockSolver):
         buf, c, m0 = self.buf, self.c, seg["m0"]
         nw, H = idx.shape
         A = blk.slots_A
-        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
         in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
         U, a2 = self._rows_t(blk, idx, valid, aA, aI, seg)  # β = Ẑᵀâ, (D, nw·c)
         good = refinable(a2, np.sum(U**2, axis=0), np.repeat(A.size + valid.sum(axis=1), c),
                          np.repeat(kappa, c)).reshape(nw, c).all(axis=1)
-        Kr = (buf.Zh @ U).reshape(buf.N, nw, c)
-        # (a row of zeros after the segment's: what padding and ring positions index)
-        Ks = np.concatenate([(seg["Zh"] @ U).reshape(-1, nw, c), np.zeros((1, nw, c))])
+        KaA, KaI = self._rows_dot(blk, idx, valid, U, seg)
+        # (a zero target after the segment's: what padding and ring positions index)
         yS = np.concatenate([seg["Y"] * _inv_or_zero(seg["s"])[:, None], np.zeros((1, c))])
         pos_slot = blk.slot[np.where(in_ring, idx, 0)]
         pos_seg = np.where(in_seg, idx - m0, -1)
-        KaI = np.where(in_ring[:, :, None], Kr[pos_slot, w_of], Ks[pos_seg, w_of])
         yI = np.where(in_ring[:, :, None], buf.Y[pos_slot] * _inv_or_zero(buf.s[pos_slot])[..., None],
                       yS[pos_seg])
-        return Kr[A], KaI, buf.Y[A] * _inv_or_zero(buf.s[A])[:, None], yI, good, pos_slot, U
+        return KaA, KaI, buf.Y[A] * _inv_or_zero(buf.s[A])[:, None], yI, good, pos_slot, U
+
+    def _rows_dot(self, blk, idx, valid, V, seg):
+        """``ẐV`` of windows ``core + periphery[idx]`` for ``V`` ``(D, nw·c)`` (one column
+        block per window): its core part ``(n_A, nw, c)`` and periphery part
+        ``(nw, H, c)`` (rows in the ring and in the segment as in
+        :meth:`_window_products`)."""
+        buf, c, m0 = self.buf, self.c, seg["m0"]
+        nw = idx.shape[0]
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+        in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
+        Kr = (buf.Zh @ V).reshape(buf.N, nw, c)
+        # (a row of zeros after the segment's: what padding and ring positions index)
+        Ks = np.concatenate([(seg["Zh"] @ V).reshape(-1, nw, c), np.zeros((1, nw, c))])
+        pos_slot = blk.slot[np.where(in_ring, idx, 0)]
+        pos_seg = np.where(in_seg, idx - m0, -1)
+        return Kr[blk.slots_A], np.where(in_ring[:, :, None], Kr[pos_slot, w_of], Ks[pos_seg, w_of])
 
     def _rows_t(self, blk, idx, valid, vA, vI, seg):
         """``Ẑᵀv`` of windows ``core + periphery[idx]`` (rows in the ring and in the segment
@@ -595,86 +618,83 @@ class DualSolver(CoreBlockSolver):
         return (x[:, :nA], x[:, nA:] * vm[:, :, None]), ok
 
     def _refine_windows(self, blk, idx, valid, a_P, new, seg, kappa):
-        """One step of refinement for several windows of a segment, as matrix products.
-
-        The windows are ``core + periphery[idx]`` (``valid`` marks real positions; ring
-        and segment rows as in :meth:`_window_products`). As in :meth:`_refined`: ``a``
-        from the blocks, the residual ``ỹ − (K̂ + diag(shift)) a`` with ``K̂ a`` from the
-        rows (:meth:`_window_products`), and the
-        correction ``δ = K̂⁻¹ r`` through the blocks. Returns the prediction ``/s`` of each
-        window's new row, ``ẑ·β`` with ``β = Ẑᵀ(a + δ)``, and which windows the step may refine
-        (:func:`refinable`, with their condition estimates ``kappa``; the others are for
-        the orthogonal route).
-        """
-        c, m0 = self.c, seg["m0"]
-        nw, H = idx.shape
-        A, nA = blk.slots_A, blk.slots_A.size
-        vm = valid[:, :, None]
-        # a_A = K̂_AA⁻¹ỹ_A − X_I a_I for every window (columns w·c + j)
-        coefP = np.zeros((blk.slot.size, nw, c))
-        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
-        coefP[idx[valid], w_of[valid]] = a_P[valid]  # padding positions alias position 0
-        coefP = coefP.reshape(blk.slot.size, nw * c)
-        a_A = np.tile(blk.a_y, nw) - blk.X @ coefP  # (nA, nw·c)
-        in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
-        KaA, KaI, yA, yI, ok, pos_slot, U = self._window_products(blk, idx, valid, a_A.reshape(nA, nw, c), a_P,
-                                                                 seg, kappa)
-        self.n_refined += int(ok.sum())
-        # r = ỹ − K̂a − diag(shift) a
-        rA = np.tile(yA, nw) - KaA.reshape(nA, nw * c) - self._shift(A)[:, None] * a_A
-        seg_s = seg["s"][np.where(in_seg, idx - m0, 0)]
-        shift_I = np.where(in_ring, self._shift(pos_slot), self._shift(seg_s, by_norm=True))
-        rI = (yI - KaI - shift_I[:, :, None] * a_P) * vm
-        # δ_I = S⁻¹ (r_I − X_Iᵀ r_A),  δ_A = K̂_AA⁻¹ r_A − X_I δ_I
-        KrA = blk._bwd(blk._fwd(rA))  # (nA, nw·c)
-        XtrA = (blk.X.T @ rA).reshape(blk.slot.size, nw, c)[idx, w_of]  # (nw, H, c)
-        S = _principal_blocks(blk.T, idx, valid, copy=True)
-        S[:, np.arange(H), np.arange(H)] += ~valid
-        dI = solve_stack(S, (rI - XtrA) * vm)[0] * vm
-        coefD = np.zeros((blk.slot.size, nw, c))
-        coefD[idx[valid], w_of[valid]] = dI[valid]
-        dA = KrA - blk.X @ coefD.reshape(blk.slot.size, nw * c)  # (nA, nw·c)
-        # ŷ/s = ẑ·β with β = Ẑᵀ(a + δ), not k̂·(a + δ) nor the blocks' prediction plus k̂·δ:
-        # the refined windows' â is large beside β (growth up to 100√κ, see refinable)
-        # and a sum over the window's rows of k̂_j â_j rounds to about eps·‖â‖ times the
-        # products' own rounding, which grows with N; β then ẑ·β does not carry it
-        # (measured, RFF σ = 0.3, α = 1e-6, N = D = 1000: 5.3 bound units through the
-        # blocks' prediction, 1.5 through k̂·(a + δ), 0.36 through β, as in long double)
-        Ztd, _ = self._rows_t(blk, idx, valid, dA.reshape(nA, nw, c), dI, seg)
-        beta = (U + Ztd).reshape(self.D, nw, c)
-        return np.einsum("wd,dwc->wc", seg["Zh"][new - m0], beta), ok
+        """Refinement of several windows of a segment (:meth:`_refine_beta`). Returns the
+        prediction ``/s`` of each window's new row, ``ẑ·β``, and which windows could be
+        refined (the others are for the orthogonal route)."""
+        beta, ok = self._refine_beta(blk, idx, valid, a_P, seg, kappa)
+        return np.einsum("wd,dwc->wc", seg["Zh"][new - seg["m0"]], beta), ok
 
     def _refined(self, blk, lo, hi, part, k=None):
-        """One step of refinement of the window ``core + periphery[lo, hi)``.
-
-        ``a`` from the blocks, then ``a ← a + K̂⁻¹ (ỹ − (K̂ + diag(shift)) a)`` with
-        ``K̂ a`` computed from the rows (:meth:`_window_products`, ``O(N·D)``) and ``K̂⁻¹``
-        through the blocks. Returns ``β = Ẑᵀa + Ẑᵀδ`` (see :meth:`_refine_windows`),
-        ``None`` where the step cannot refine the window (:func:`refinable`). ``part``:
-        ``(a_P, κ)``, the window's periphery part of ``a`` and its condition estimate.
-        (The windows before a segment's rows are refined with the segment's others in
-        :meth:`_solve_windows`: ``k``, a new row's products, is never given here.)
-        """
+        """``β`` of the window ``core + periphery[lo, hi)`` refined (:meth:`_refine_beta`),
+        or ``None`` where it cannot be (:func:`refinable`). ``part``: ``(a_P, κ)``, the
+        window's periphery part of ``a`` and its condition estimate. (The windows before a
+        segment's rows are refined with the segment's others in :meth:`_solve_windows`:
+        ``k``, a new row's products, is never given here.)"""
         assert k is None
-        buf, c, I = self.buf, self.c, slice(lo, hi)
         a_P, kappa = part
-        A, P = blk.slots_A, blk.slot[I]
-        a_A = blk.a_y - blk.X[:, I] @ a_P
-        # r = ỹ − (K̂ + diag(shift)) a, K̂a from the rows (all of them in the ring)
-        KaA, KaI, yA, yI, ok, _, U = self._window_products(
-            blk, np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool), a_A[:, None], a_P[None],
-            self._ring_only(blk), np.array([kappa]))
-        if not ok[0]:
-            return None
-        self.n_refined += 1
-        rA = yA - KaA[:, 0] - self._shift(A)[:, None] * a_A
-        rP = yI[0] - KaI[0] - self._shift(P)[:, None] * a_P
-        # δ = K̂⁻¹ r:  δ_I = S⁻¹ (r_I − X_Iᵀ r_A),  δ_A = K̂_AA⁻¹ r_A − X_I δ_I
-        dP = solve_stack(blk.T[None, I, I], (rP - blk.X[:, I].T @ rA)[None])[0][0] if hi > lo else rP
-        d = np.zeros((buf.N, c))  # δ by ring slot (zero outside the window)
-        d[A] = blk._bwd(blk._fwd(rA)) - blk.X[:, I] @ dP
-        d[P] = dP
-        return U + buf.Zh.T @ d
+        beta, ok = self._refine_beta(blk, np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool), a_P[None],
+                                     self._ring_only(blk), np.array([kappa]))
+        return beta[:, 0] if ok[0] else None
+
+    def _refine_beta(self, blk, idx, valid, a_P, seg, kappa):
+        """Refinement of windows ``core + periphery[idx]`` against their rows, as matrix
+        products (``valid`` marks real positions; ring and segment rows as in
+        :meth:`_window_products`).
+
+        ``a`` from the blocks, ``β = Ẑᵀa``; then a step is::
+
+            r = ỹ − Ẑβ − diag(shift) a,   δ = K̂⁻¹ r (through the blocks),
+            a ← a + δ,   β ← β + Ẑᵀδ
+
+        one step for a window whose condition estimate ``kappa`` is at most
+        :data:`~._kernels.KAPPA_REFINE_MAX`, two above it (up to
+        :data:`KAPPA_REFINE_TWICE`): a step contracts the error by about ``κ·eps``.
+        invariant: ``β = Ẑᵀa`` up to the rounding of the products, which the next
+        residual, computed from ``β``, sees and corrects. ``β`` is carried rather than
+        formed from ``a`` at the end: the refined windows' ``â`` is large beside ``β``
+        (growth up to 100√κ, see :func:`refinable`), and ``Ẑᵀâ`` (or ``k̂·â`` summed over
+        the window's rows) rounds to about ``eps·‖â‖``, growing with ``N`` (measured, RFF
+        σ = 0.3, α = 1e-6, N = D = 1000: 5.3 bound units from the oracle that way, 0.0004
+        carried). Returns ``β`` ``(D, nw, c)`` and which windows one step can refine
+        (:func:`refinable`; the others are for the orthogonal route).
+        """
+        c = self.c
+        nw, H = idx.shape
+        A, nA, nP = blk.slots_A, blk.slots_A.size, blk.slot.size
+        vm = valid[:, :, None]
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+
+        def by_position(vI):  # (nw, H, c) → (P, nw·c), zero outside each window
+            out = np.zeros((nP, nw, c))
+            out[idx[valid], w_of[valid]] = vI[valid]  # padding positions alias position 0
+            return out.reshape(nP, nw * c)
+
+        # a_A = K̂_AA⁻¹ỹ_A − X_I a_I for every window (columns w·c + j)
+        a_A = np.tile(blk.a_y, nw) - blk.X @ by_position(a_P)  # (nA, nw·c)
+        KaA, KaI, yA, yI, ok, pos_slot, beta = self._window_products(blk, idx, valid, a_A.reshape(nA, nw, c), a_P,
+                                                                    seg, kappa)
+        self.n_refined += int(ok.sum())
+        m0 = seg["m0"]
+        in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
+        shift_A = self._shift(A)[:, None]
+        seg_s = np.append(seg["s"], 0.0)[np.where(in_seg, idx - m0, -1)]  # (an empty segment: coef_)
+        shift_I = np.where(in_ring, self._shift(pos_slot), self._shift(seg_s, by_norm=True))[:, :, None]
+        S = _principal_blocks(blk.T, idx, valid, copy=True)
+        S[:, np.arange(H), np.arange(H)] += ~valid
+        yA = np.tile(yA, nw)
+        for step in range(2 if np.any(kappa > KAPPA_REFINE_MAX) else 1):
+            if step:
+                KaA, KaI = self._rows_dot(blk, idx, valid, beta, seg)
+            # r = ỹ − Ẑβ − diag(shift) a
+            rA = yA - KaA.reshape(nA, nw * c) - shift_A * a_A
+            rI = (yI - KaI - shift_I * a_P) * vm
+            # δ_I = S⁻¹ (r_I − X_Iᵀ r_A),  δ_A = K̂_AA⁻¹ r_A − X_I δ_I
+            XtrA = (blk.X.T @ rA).reshape(nP, nw, c)[idx, w_of]  # (nw, H, c)
+            dI = solve_stack(S, (rI - XtrA) * vm)[0] * vm
+            dA = blk._bwd(blk._fwd(rA)) - blk.X @ by_position(dI)  # (nA, nw·c)
+            beta = beta + self._rows_t(blk, idx, valid, dA.reshape(nA, nw, c), dI, seg)[0]
+            a_A, a_P = a_A + dA, a_P + dI
+        return beta.reshape(self.D, nw, c), ok
 
     def _ring_only(self, blk):
         """An empty segment for :meth:`_window_products`: every window position is a row
