@@ -274,8 +274,12 @@ class SlidingQR:
         self.col = np.where(col >= 0, rank[np.maximum(col, 0)], -1)
         self.mu = mu
         self.rho = self._rho(self.col, mu, first.size)
-        self.U = Zh[np.sort(first)]
-        self.Q, self.R = qr((self.U * self.rho[:, None]).T, mode="economic", check_finite=False)
+        U = Zh[np.sort(first)]
+        # each column's unit row, and its projection on the probe (new rows are matched
+        # to a column by it, then confirmed entry by entry): a tuple, not an array, so
+        # that a column joining or leaving moves n references, not the n×D rows
+        self.U, self.p = tuple(U), U @ probes(D)[:, 0]
+        self.Q, self.R = qr((U * self.rho[:, None]).T, mode="economic", check_finite=False)
         self.n = n
         self.slides = 0
         self.peak = float(np.linalg.norm(self.R))
@@ -322,7 +326,7 @@ class SlidingQR:
                 Q, R = qr_delete(self.Q, self.R, g, which="col", check_finite=False)
                 k = min(R.shape)
                 self.Q, self.R = Q[:, :k], R[:k]
-                self.U = np.delete(self.U, g, axis=0)
+                self.U, self.p = self.U[:g] + self.U[g + 1 :], np.delete(self.p, g)
                 self.rho = np.delete(self.rho, g)
                 self.col = np.where(self.col > g, self.col - 1, self.col)
         if sqrt_lam != 1.0:
@@ -332,9 +336,9 @@ class SlidingQR:
         zh, m = normalise_rows(a[None, :])
         zh, m = zh[0], float(m[0])
         g = -1
+        p = float(zh @ probes(zh.size)[:, 0])
         if m > 0:
-            c = self.U @ zh
-            for j in np.flatnonzero(c >= 1.0 - _dot_tol(zh.size)):
+            for j in np.flatnonzero(np.abs(self.p - p) <= _dot_tol(zh.size)):
                 if _same_direction(self.U[j], zh):
                     g = int(j)
                     break
@@ -348,7 +352,7 @@ class SlidingQR:
             if not self._insert_column(a, self.rho.size):
                 # in the span of the other columns to rounding (see slide)
                 self._append_dependent_column(a)
-            self.U = np.vstack([self.U, zh[None, :]])
+            self.U, self.p = self.U + (zh,), np.append(self.p, p)
             self.rho = np.append(self.rho, m)
         return True
 
