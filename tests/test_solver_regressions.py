@@ -758,3 +758,27 @@ def test_windows_beyond_one_refinement_step_take_two_not_the_orthogonal_route():
     assert reg.n_orthogonal_windows_ == 0
     kappa = assert_matches_oracle_at(np.arange(N // 2, n, 8), pred, Z, y, N=N)
     assert kappa.max() > 1e5  # (Gram condition beyond 1e10)
+
+
+@pytest.mark.parametrize("lam, alpha", [(1.0, 0.0), (0.999, 1e-6 * 1e-300)])
+def test_refinement_growth_check_does_not_overflow_for_tiny_rows(lam, alpha):
+    # rows at 1e-150 with targets of 1: the dual coefficients are about 1e150 and the sum
+    # of their squares overflowed, which the growth check read as "not refinable": every
+    # window refined at scale 1 went to the orthogonal route (300 of 533), exact but slow
+    from sklearn_orfit import RandomFourierFeatures
+    from sklearn_orfit.datasets import make_abo_series, make_lagged
+
+    N, n = 300, 450
+    X, y = make_lagged(make_abo_series(n + 7, random_state=1), 7)
+    Z = RandomFourierFeatures(600, sigma=0.3, random_state=0).fit_transform(X)[:n]
+    y = y[:n]
+    runs = []
+    for scale in (1.0, 1e-150):
+        reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha * (scale * 1e150) ** 2 if alpha else 0.0)
+        pred = np.concatenate([prequential_predict(reg, Z[a : a + 250] * scale, y[a : a + 250])
+                               for a in range(0, n, 250)])
+        runs.append((reg.n_orthogonal_windows_, getattr(reg._solver, "inner", reg._solver).n_refined))
+        if scale != 1.0:
+            assert_matches_oracle_at(np.arange(N // 2, n, 10), pred, Z * scale, y, N=N, lam=lam,
+                                     alpha=reg.alpha)
+    assert runs[1] == runs[0] and runs[0][1] > 100

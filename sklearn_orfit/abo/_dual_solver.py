@@ -485,8 +485,8 @@ class DualSolver(CoreBlockSolver):
         nw, H = idx.shape
         A = blk.slots_A
         in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
-        U, a2 = self._rows_t(blk, idx, valid, aA, aI, seg)  # β = Ẑᵀâ, (D, nw·c)
-        good = refinable(a2, np.sum(U**2, axis=0), np.repeat(A.size + valid.sum(axis=1), c),
+        U, a_norm = self._rows_t(blk, idx, valid, aA, aI, seg)  # β = Ẑᵀâ, (D, nw·c)
+        good = refinable(a_norm, _column_norms(U), np.repeat(A.size + valid.sum(axis=1), c),
                          np.repeat(kappa, c)).reshape(nw, c).all(axis=1)
         KaA, KaI = self._rows_dot(blk, idx, valid, U, seg)
         # (a zero target after the segment's: what padding and ring positions index)
@@ -516,7 +516,7 @@ class DualSolver(CoreBlockSolver):
     def _rows_t(self, blk, idx, valid, vA, vI, seg):
         """``Ẑᵀv`` of windows ``core + periphery[idx]`` (rows in the ring and in the segment
         as in :meth:`_window_products`) for ``v`` given on the core, ``vA`` ``(n_A, nw, c)``,
-        and on the periphery positions, ``vI`` ``(nw, H, c)``: ``(D, nw·c)``, and ``‖v‖²``
+        and on the periphery positions, ``vI`` ``(nw, H, c)``: ``(D, nw·c)``, and ``‖v‖``
         of each column."""
         buf, c, m0 = self.buf, self.c, seg["m0"]
         nw = idx.shape[0]
@@ -529,7 +529,7 @@ class DualSolver(CoreBlockSolver):
         segc = np.zeros((seg["Zh"].shape[0], nw, c))
         segc[(idx - m0)[in_seg], w_of[in_seg]] = vI[in_seg]
         Ztv = buf.Zh.T @ ring.reshape(buf.N, nw * c) + seg["Zh"].T @ segc.reshape(segc.shape[0], nw * c)
-        return Ztv, np.sum(ring**2, axis=0).ravel() + np.sum(segc**2, axis=0).ravel()
+        return Ztv, _column_norms(np.concatenate([ring, segc]).reshape(buf.N + segc.shape[0], nw * c))
 
     def _forgetting_ridge(self, blk, idx, valid, S, a, delta, rhs=None):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = ỹ`` for the windows ``w``.
@@ -758,12 +758,20 @@ class _Solution:
 REFINE_GROWTH_PER_ROOT_KAPPA = 100.0
 
 
-def refinable(a2, beta2, rows, kappa):
-    """Whether windows with ``‖â‖² = a2``, ``‖β‖² = beta2``, ``rows`` unit rows (so
+def _column_norms(M):
+    """The 2-norm of each column of ``M``, scaled by its largest entry (the sum of squares
+    of rows at 1e-150 with targets of 1, ``ỹ = y/s ≈ 1e150``, overflows)."""
+    m = np.abs(M).max(axis=0, initial=0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(m > 0, m * np.sqrt(np.sum((M / np.where(m > 0, m, 1.0)) ** 2, axis=0)), 0.0)
+
+
+def refinable(a_norm, beta_norm, rows, kappa):
+    """Whether windows with ``‖â‖ = a_norm``, ``‖β‖ = beta_norm``, ``rows`` unit rows (so
     ``‖Ẑ‖_F² ≤ rows``) and condition estimates ``kappa`` are within
     :data:`REFINE_GROWTH_PER_ROOT_KAPPA` (a zero ``β`` of a zero ``â`` is)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        growth = np.sqrt(a2 * rows / beta2)
+        growth = a_norm * np.sqrt(rows) / beta_norm
     return ~(growth > REFINE_GROWTH_PER_ROOT_KAPPA * np.sqrt(kappa))
 
 
