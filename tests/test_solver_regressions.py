@@ -782,3 +782,21 @@ def test_refinement_growth_check_does_not_overflow_for_tiny_rows(lam, alpha):
             assert_matches_oracle_at(np.arange(N // 2, n, 10), pred, Z * scale, y, N=N, lam=lam,
                                      alpha=reg.alpha)
     assert runs[1] == runs[0] and runs[0][1] > 100
+
+
+def test_a_ridge_with_forgetting_beyond_one_refinement_step_takes_two():
+    # repeated rows with a small ridge and forgetting: condition estimates 1e9-1e12, where
+    # one step of refinement does not reach the bound; every window of the full phase went
+    # to the orthogonal route (596 of 600, 6.5x slower). Two steps: none
+    rng = np.random.default_rng(0)
+    N, D, n = 300, 1024, 600
+    Z = rng.normal(size=(n, D))
+    y = Z @ rng.normal(size=D) / np.sqrt(D) + 0.1 * rng.normal(size=n)
+    for i in np.flatnonzero(rng.random(n) < 0.1)[1:]:
+        j = int(rng.integers(max(0, i - N + 1), i))
+        Z[i], y[i] = Z[j], y[j]
+    reg = QREWRLSRegressor(N, forgetting_factor=0.999, alpha=1e-6)
+    pred = np.concatenate([prequential_predict(reg, Z[a : a + 100], y[a : a + 100]) for a in range(0, n, 100)])
+    assert reg.n_orthogonal_windows_ == 0
+    kappa = assert_matches_oracle_at(np.arange(N // 2, n, 10), pred, Z, y, N=N, lam=0.999, alpha=1e-6)
+    assert kappa.max() > 1e4

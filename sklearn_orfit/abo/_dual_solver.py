@@ -50,6 +50,13 @@ _EPS = np.finfo(np.float64).eps
 # a ridge shift α/s² above this decouples the row: its influence is below rounding
 _SHIFT_MAX = 1e200
 
+#: Windows whose Gram condition estimate lies between :data:`~._kernels.KAPPA_REFINE_MAX`
+#: and this take two steps of refinement (:meth:`DualSolver._refine_beta`; with a ridge and
+#: forgetting on the block's iteration, :meth:`DualSolver._forgetting_refine`), not the
+#: orthogonal route: one step leaves about ``(κ·eps)²`` of the Gram route's error, two
+#: ``(κ·eps)³``
+KAPPA_REFINE_TWICE = 1e12
+
 #: Largest number of window rows for which a ridge with forgetting may form and solve each
 #: window's own matrix ``P + δΣ`` (see :meth:`DualSolver._direct_block_size`): this many,
 #: or :data:`DIRECT_SHIFT_ROWS_TIMES_BLOCK` divided by the iteration's block length when
@@ -57,12 +64,6 @@ _SHIFT_MAX = 1e200
 #: costs ``O(n³)`` a window. Measured (one thread, µs an update with a full window, the
 #: iteration's → each window's own): λ = 0.9 (b = 4), n = 100: 374 → 182, n = 128: 452 →
 #: 228, n = 200: 652 → 499; λ = 0.97 (b = 14), n = 100: 180 → 194, n = 200: 342 → 488.
-#: Windows (without forgetting) whose Gram condition estimate lies between
-#: :data:`~._kernels.KAPPA_REFINE_MAX` and this take two steps of refinement
-#: (:meth:`DualSolver._refine_beta`), not the orthogonal route: one step leaves about
-#: ``(κ·eps)²`` of the Gram route's error, two ``(κ·eps)³``
-KAPPA_REFINE_TWICE = 1e12
-
 DIRECT_SHIFT_MAX_N = 64
 DIRECT_SHIFT_ROWS_TIMES_BLOCK = 1024
 
@@ -375,7 +376,7 @@ class DualSolver(CoreBlockSolver):
                     kappa = blk.widen_kappa(kappa, delta, np.sqrt(nS2 / nK2))
                 # (each window's own matrix, blk.direct, is not refined: a second solve of
                 # it cost more than the orthogonal route, measured at N = 100, λ = 0.9)
-                refine = 0.0 if blk.direct else KAPPA_REFINE_MAX
+                refine = 0.0 if blk.direct else KAPPA_REFINE_TWICE
             else:
                 delta, refine = 0.0, KAPPA_REFINE_TWICE
             r = np.where(kappa <= GRAM_KAPPA_MAX, FAST, np.where(kappa <= refine, REFINE, ORTHOGONAL))
@@ -394,23 +395,17 @@ class DualSolver(CoreBlockSolver):
                     x, ok = self._forgetting_ridge(blk, idx[fast], valid[fast], S[fast], a[fast], delta[fast])
                 r[fast[~ok]] = ORTHOGONAL
                 k = np.flatnonzero(ok & (r[fast] == REFINE))
-                betas = {}  # the refined windows' β = Ẑᵀâ + Ẑᵀδ (see _refine_windows)
+                betas = {}  # the refined windows' β (see _forgetting_refine)
                 if k.size and (seg is not None or new is None):
-                    # one step of refinement against the rows (in the segment's ring and
-                    # rows, or, for coef_, the window in the ring)
+                    # refinement against the rows (in the segment's ring and rows, or, for
+                    # coef_, the window in the ring)
                     w = fast[k]
                     rows = seg if seg is not None else self._ring_only(blk)
-                    *res, good, U = self._forgetting_residuals(blk, idx[w], valid[w], x[0][k], x[1][k], delta[w],
-                                                               rows, kappa[w])
+                    beta, good = self._forgetting_refine(blk, idx[w], valid[w], S[w], a[w], delta[w], x[0][k],
+                                                         x[1][k], rows, kappa[w])
                     r[w[~good]] = ORTHOGONAL
                     ok[k[~good]] = False
                     k, w = k[good], w[good]
-                    res = (res[0][good], res[1][good])
-                    dx, _ = self._forgetting_ridge(blk, idx[w], valid[w], S[w], a[w], delta[w], rhs=res)
-                    # δ = D^-½ dx
-                    Ztd, _ = self._rows_t(blk, idx[w], valid[w], np.moveaxis(dx[0], 0, 1) * blk.rd_A[:, None, None],
-                                          dx[1] * (blk.rdP[idx[w]] * valid[w])[:, :, None], rows)
-                    beta = U.reshape(self.D, good.size, c)[:, good] + Ztd.reshape(self.D, w.size, c)
                     betas = {int(j): beta[:, i] for i, j in enumerate(k)}
                     self.n_refined += w.size
                     r[w] = FAST
@@ -449,25 +444,61 @@ class DualSolver(CoreBlockSolver):
                     parts[i] = a[w][valid[w]]
         return route, pred, parts
 
-    def _forgetting_residuals(self, blk, idx, valid, xA, xI, delta, seg, kappa):
+    def _forgetting_refine(self, blk, idx, valid, S, a, delta, xA, xI, seg, kappa):
+        """Refinement of windows with a ridge and forgetting, on the block's iteration.
+
+        The steps of :meth:`_refine_beta` in the block's scaled coordinates (``â = D^-½x``),
+        ``(P + δ_w Σ)⁻¹`` by :meth:`_forgetting_ridge` (``S``, ``a`` and ``delta`` as
+        there): from ``x`` and ``β = Ẑᵀâ``, a step is ::
+
+            r = D^-½(ỹ − Ẑβ) − (1 + δ) Σ x,   dx = (P + δΣ)⁻¹ r,
+            x ← x + dx,   β ← β + Ẑᵀ D^-½ dx
+
+        one step where ``kappa`` is at most :data:`~._kernels.KAPPA_REFINE_MAX`, two above
+        it. Returns ``β`` ``(D, n_good, c)`` of the windows one step can refine
+        (:func:`refinable`), and which those are.
+        """
+        c = self.c
+        rA, rI, good, beta, targets = self._forgetting_residuals(blk, idx, valid, xA, xI, delta, seg, kappa)
+        idx, valid, S, a, delta, xA, xI, kappa, rA, rI = (
+            v[good] for v in (idx, valid, S, a, delta, xA, xI, kappa, rA, rI))
+        beta = beta.reshape(self.D, good.size, c)[:, good].reshape(self.D, -1)
+        targets = (targets[0], targets[1][good])
+        rdI = (blk.rdP[idx] * valid)[:, :, None]
+        for step in range(2 if np.any(kappa > KAPPA_REFINE_MAX) else 1):
+            if step:
+                rA, rI = self._forgetting_residuals(blk, idx, valid, xA, xI, delta, seg, kappa, beta=beta,
+                                                    targets=targets)[:2]
+            dx, _ = self._forgetting_ridge(blk, idx, valid, S, a, delta, rhs=(rA, rI))
+            beta = beta + self._rows_t(blk, idx, valid, np.moveaxis(dx[0], 0, 1) * blk.rd_A[:, None, None],
+                                       dx[1] * rdI, seg)[0]
+            xA, xI = xA + dx[0], xI + dx[1]
+        return beta.reshape(self.D, -1, c), good
+
+    def _forgetting_residuals(self, blk, idx, valid, xA, xI, delta, seg, kappa, beta=None, targets=None):
         """The residuals ``r = ỹ − (K̂ + (1 + δ_w) Σ) x`` of windows with a ridge and
         forgetting (the block's scaled coordinates), ``K̂x`` computed from the rows:
-        ``D^-½ Ẑ (Ẑᵀ D^-½ x)`` (:meth:`_window_products`).
+        ``D^-½ Ẑ (Ẑᵀ D^-½ x)`` (:meth:`_window_products`), or ``D^-½ Ẑβ`` given ``β``
+        (and the ``targets`` the first call returned).
 
         Returns ``(r_A, r_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, which
         windows one step can refine (:func:`refinable`, with their condition estimates
-        ``kappa``) and ``Ẑᵀâ`` ``(D, nw·c)``.
+        ``kappa``; None given ``β``), ``Ẑᵀâ`` ``(D, nw·c)`` (or ``β``) and the targets.
         """
         rdI = blk.rdP[idx] * valid  # (nw, H)
-        # â = D^-½ x
-        KaA, KaI, yA, yI, good, _, U = self._window_products(
-            blk, idx, valid, np.moveaxis(xA, 0, 1) * blk.rd_A[:, None, None], xI * rdI[:, :, None], seg, kappa)
+        if beta is None:
+            # â = D^-½ x
+            KaA, KaI, yA, yI, good, _, beta = self._window_products(
+                blk, idx, valid, np.moveaxis(xA, 0, 1) * blk.rd_A[:, None, None], xI * rdI[:, :, None], seg,
+                kappa)
+        else:
+            (KaA, KaI), (yA, yI), good = self._rows_dot(blk, idx, valid, beta, seg), targets, None
         grow = (1.0 + delta)[:, None, None]
         # r = D^-½ (ỹ − K̂â) − (1 + δ) Σ x
         rA = (np.moveaxis(yA[:, None] - KaA, 0, 1) * blk.rd_A[None, :, None]
               - grow * blk.shift_A[None, :, None] * xA)
         rI = ((yI - KaI) * rdI[:, :, None] - grow * (blk.shiftP[idx] * valid)[:, :, None] * xI) * valid[:, :, None]
-        return rA, rI, good, U
+        return rA, rI, good, beta, (yA, yI)
 
     def _window_products(self, blk, idx, valid, aA, aI, seg, kappa):
         """``K̂â`` of windows ``core + periphery[idx]`` from their rows, ``Ẑ (Ẑᵀâ)``: two
