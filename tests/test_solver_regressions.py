@@ -800,3 +800,24 @@ def test_a_ridge_with_forgetting_beyond_one_refinement_step_takes_two():
     assert reg.n_orthogonal_windows_ == 0
     kappa = assert_matches_oracle_at(np.arange(N // 2, n, 10), pred, Z, y, N=N, lam=0.999, alpha=1e-6)
     assert kappa.max() > 1e4
+
+
+def test_the_short_window_orthogonal_route_solves_each_window_as_if_alone():
+    # which windows of a call need the orthogonal route depends on later rows; the stack
+    # of those windows chose its method by its size (a QR for up to 4 windows, else an
+    # SVD) and padded the few-row windows to the longest: later rows changed an earlier
+    # prediction in its last bit (found by test_properties' no-look-ahead invariant)
+    rng = np.random.default_rng(28)
+    n, cut = 41, 20
+    N, D = int(rng.integers(10, 26)), int(rng.integers(20, 31))  # 20, 29
+    rng.normal(size=(n, D))
+    Z = rng.normal(size=(n, 3)) @ rng.normal(size=(3, D))  # rank 3
+    y = rng.normal(size=n)
+    make = lambda: QREWRLSRegressor(N, forgetting_factor=0.5, alpha=0.01)  # noqa: E731
+    reg = make()
+    p = prequential_predict(reg, Z, y)
+    assert reg.n_orthogonal_windows_ > 0
+    Z2, y2 = Z.copy(), y.copy()
+    Z2[cut + 1 :] = -Z2[cut + 1 :] + 0.5
+    y2[cut:] += 10.0
+    np.testing.assert_array_equal(prequential_predict(make(), Z2, y2)[: cut + 1], p[: cut + 1])

@@ -284,15 +284,20 @@ class BatchSolver:
                 keep, few = few_rows(s_w[chunk] * self.sw, lambda: np.abs(Y_w[chunk]).max(axis=2) * self.sw,
                                      cap=REDUCED_SHARE_SCRATCH * N)
                 bts = np.empty((chunk.size, self.D, self.c))
+                # each window solved as it would be alone, to the last bit: a stack's
+                # padding and method must not depend on which other windows of the call
+                # need this route (later rows would change an earlier prediction): the
+                # windows with few rows padded to the most rows a window may keep, the
+                # others by the SVD
                 if few.any():
-                    order, real = packed_rows(keep[few])
+                    order, real = packed_rows(keep[few], width=REDUCED_SHARE_SCRATCH * N)
                     rows = np.take_along_axis(W[few], order, axis=1)
                     swk = (self.sw[order] * real)[:, :, None]
                     bts[few] = lstsq_stack(rows_of(rows) * swk, YE[rows] * swk, alpha=self.alpha, keep=real,
-                                           n_rows=N)[0]
+                                           n_rows=N, width=real.shape[1])[0]
                 if not few.all():
                     bts[~few] = lstsq_stack(rows_of(W[~few]) * self.sw[:, None], YE[W[~few]] * self.sw[None, :, None],
-                                            alpha=self.alpha, reduce=False)[0]
+                                            alpha=self.alpha, reduce=False, ridge_qr=False)[0]
                 pred = chunk < b
                 if predict and pred.any():
                     Y_pred[chunk[pred]] = np.einsum("jd,jdc->jc", pred_rows(chunk[pred]), bts[pred])

@@ -454,11 +454,13 @@ def few_rows(norms, targets, *, cap, slack=1.0):
     return (keep if few.any() else None), few
 
 
-def packed_rows(keep):
+def packed_rows(keep, width=None):
     """Each window's kept rows first: ``order`` of shape ``(n_windows, m)`` (``m`` the
-    most rows a window keeps; row positions, kept rows in their order) and ``real``
-    (which of those positions are kept rows, the rest padding)."""
-    order = np.argsort(~keep, axis=1, kind="stable")[:, : int(keep.sum(axis=1).max())]
+    most rows a window keeps, or ``width``; row positions, kept rows in their order) and
+    ``real`` (which of those positions are kept rows, the rest padding). A fixed
+    ``width`` pads each window the same whichever other windows share the stack."""
+    m = int(keep.sum(axis=1).max()) if width is None else int(width)
+    order = np.argsort(~keep, axis=1, kind="stable")[:, :m]
     return order, np.take_along_axis(keep, order, axis=1)
 
 
@@ -467,7 +469,7 @@ def _large(v, n):
     return v > EPS * v.max(axis=1, keepdims=True) / n
 
 
-def lstsq_stack(A, Y, *, alpha=0.0, keep=None, n_rows=None, reduce=True):
+def lstsq_stack(A, Y, *, alpha=0.0, keep=None, n_rows=None, reduce=True, ridge_qr=True, width=None):
     """Minimum-norm (ridge when ``alpha > 0``) least squares on a stack, orthogonally.
 
     Parameters
@@ -485,8 +487,19 @@ def lstsq_stack(A, Y, *, alpha=0.0, keep=None, n_rows=None, reduce=True):
     n_rows : int, default=None
         With ``keep``: the number of rows of the windows ``A`` was taken from, whose
         lstsq cut-off applies (default ``n``).
+    width : int, default=None
+        With ``keep``: the rows each window's kept rows are padded to (default: the most
+        a window keeps; a fixed width makes each window's solution independent of the
+        others in the stack, see ``ridge_qr``).
     reduce : bool, default=True
         Without ``keep``: solve windows with few non-negligible rows on those alone.
+    ridge_qr : bool, default=True
+        With a ridge, solve a stack of at most ``_RIDGE_QR_WINDOWS`` windows by
+        :func:`_ridge_qr`, a larger one by the SVD. A caller whose stack's size depends
+        on other windows than the one solved (the windows of a call that need this
+        route) passes False: every window then by the SVD, so that its solution, to the
+        last bit, does not depend on which other windows share the stack (a prequential
+        prediction must not depend on later rows).
 
     Returns
     -------
@@ -498,7 +511,7 @@ def lstsq_stack(A, Y, *, alpha=0.0, keep=None, n_rows=None, reduce=True):
     """
     n, D = A.shape[1], A.shape[2]
     if keep is not None:
-        return _reduced_solve(A, Y, keep, alpha=alpha, n=n if n_rows is None else n_rows), None
+        return _reduced_solve(A, Y, keep, alpha=alpha, n=n if n_rows is None else n_rows, width=width), None
     if reduce and A.size:
         # each window on its non-negligible rows when at most REDUCED_SHARE_SCRATCH of
         # them remain (max|ã_i| is within √D of ‖ã_i‖)
@@ -508,19 +521,19 @@ def lstsq_stack(A, Y, *, alpha=0.0, keep=None, n_rows=None, reduce=True):
             beta = np.empty((A.shape[0], D, Y.shape[2]))
             beta[few] = _reduced_solve(A[few], Y[few], keep[few], alpha=alpha, n=n)
             if not few.all():
-                beta[~few] = _lstsq_all_rows(A[~few], Y[~few], alpha=alpha)[0]
+                beta[~few] = _lstsq_all_rows(A[~few], Y[~few], alpha=alpha, ridge_qr=ridge_qr)[0]
             return beta, None
-    return _lstsq_all_rows(A, Y, alpha=alpha)
+    return _lstsq_all_rows(A, Y, alpha=alpha, ridge_qr=ridge_qr)
 
 
-def _lstsq_all_rows(A, Y, *, alpha):
+def _lstsq_all_rows(A, Y, *, alpha, ridge_qr=True):
     """:func:`lstsq_stack` on every row of each window."""
     n, D = A.shape[1], A.shape[2]
     # a few windows (the orthogonal route's, one at a time): no SVD; a large stack (the
     # short-window route's calls) keeps numpy's batched SVD, which loops in C where the
     # triangular solves and condition estimates below would loop in Python (measured:
     # N = 20, D = 20, α = 0.1, λ = 0.9, calls of 250 rows: 2.4× slower through _ridge_qr)
-    if alpha > 0 and 0 < A.shape[0] <= _RIDGE_QR_WINDOWS and n and D:
+    if ridge_qr and alpha > 0 and 0 < A.shape[0] <= _RIDGE_QR_WINDOWS and n and D:
         beta = _ridge_qr(A, Y, alpha)
         if beta is not None:
             return beta, None
@@ -541,12 +554,12 @@ def _lstsq_all_rows(A, Y, *, alpha):
     return beta, s
 
 
-def _reduced_solve(A, Y, keep, *, alpha, n):
+def _reduced_solve(A, Y, keep, *, alpha, n, width=None):
     """:func:`lstsq_stack` of windows on their rows ``keep`` alone: those rows first,
-    padded with zero rows to the longest (a zero row changes no solution), from their
-    SVD; lstsq's cut-off stays the ``n``-row window's."""
+    padded with zero rows to the longest or to ``width`` (a zero row changes no
+    solution), from their SVD; lstsq's cut-off stays the ``n``-row window's."""
     D = A.shape[2]
-    order, real = packed_rows(keep)
+    order, real = packed_rows(keep, width)
     real = real[:, :, None]
     U, s, Vt = svd(np.take_along_axis(A, order[:, :, None], axis=1) * real)
     f = pinv_factors(s, alpha=alpha, n=n, D=D)
