@@ -614,6 +614,15 @@ def test_solve_shifted_solves_every_shift_of_the_block():
     assert not ok[0] and not ok[-1] and ok[3]
 
 
+def _shifted_system(seed, D=30):
+    """A block's ``P = AᵀA + Σ`` with its ridge ``Σ`` and ``M = P⁻¹Σ`` (and the generator)."""
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(3 * D, D))
+    Sigma = np.diag(rng.uniform(0.1, 2.0, D))
+    P = A.T @ A + Sigma
+    return rng, P, Sigma, np.linalg.inv(P) @ Sigma
+
+
 def test_solve_shifted_accepts_a_step_stalled_at_rounding_not_a_slow_one():
     # products with P⁻¹Σ carry rounding: the steps fall to a few eps of max|x| and then
     # jitter there (here 5-10 eps, from a perturbation that changes sign each product);
@@ -621,13 +630,8 @@ def test_solve_shifted_accepts_a_step_stalled_at_rounding_not_a_slow_one():
     # to the orthogonal route. A window whose step still contracts is not stalled.
     from sklearn_orfit.abo._kernels import EPS, STALL_EPS, solve_shifted
 
-    rng = np.random.default_rng(0)
-    D = 30
-    A = rng.normal(size=(3 * D, D))
-    Sigma = np.diag(rng.uniform(0.1, 2.0, D))
-    P = A.T @ A + Sigma
-    M = np.linalg.inv(P) @ Sigma
-    b = rng.normal(size=(D, 2))
+    rng, P, Sigma, M = _shifted_system(0)
+    b = rng.normal(size=(30, 2))
     x0 = np.linalg.solve(P, b)
     delta = np.array([0.2, 0.2])
     size = lambda x: np.abs(x[0]).max(axis=0)  # noqa: E731
@@ -645,6 +649,41 @@ def test_solve_shifted_accepts_a_step_stalled_at_rounding_not_a_slow_one():
     # the same noise, too few steps to reach it: still contracting, not converged
     (_,), ok = solve_shifted(noisy, [x0], [delta[None, :]], size, max_steps=4)
     assert not ok.any()
+
+
+def test_solve_shifted_leaves_a_converged_window_as_it_is():
+    # the windows of a call are solved together; a window that has converged is left as
+    # it is while the others iterate, so that its solution, to the last bit, does not
+    # depend on which other windows share the call (later rows of a prequential call).
+    # The products jitter at rounding level (a perturbation that changes sign each call)
+    from sklearn_orfit.abo._kernels import EPS, solve_shifted
+
+    rng, P, _, M = _shifted_system(1)
+    X0 = np.linalg.solve(P, rng.normal(size=(30, 3)))
+    size = lambda x: np.abs(x[0]).max(axis=0)  # noqa: E731
+
+    amp = np.array([400.0, 100.0, 100.0]) * EPS  # each window's jitter: 20-25 eps a step
+
+    def solve(cols, delta, freeze=True):
+        calls = {"n": 0}
+
+        def noisy(x):  # the same products for a window whatever the others, call by call
+            calls["n"] += 1
+            sign = (-1.0) ** calls["n"] * np.sign(np.sin(1e7 * x[0]))
+            return [M @ x[0] + sign * amp[cols] * np.abs(x[0]).max(axis=0)]
+
+        (x,), ok = solve_shifted(noisy, [X0[:, cols]], [np.asarray(delta)[None, :]], size,
+                                 spread=(lambda v: [v[None, :]]) if freeze else None)
+        assert ok.all()
+        return x
+
+    alone = solve([0], [0.05])
+    with_slow = solve([0, 1], [0.05, 0.25])  # the second takes more steps
+    with_other = solve([0, 2], [0.05, -0.2])
+    np.testing.assert_array_equal(with_slow[:, 0], alone[:, 0])
+    np.testing.assert_array_equal(with_other[:, 0], alone[:, 0])
+    # (without it the first window keeps jittering while the second converges)
+    assert not np.array_equal(solve([0, 1], [0.05, 0.25], freeze=False)[:, 0], alone[:, 0])
 
 
 @pytest.mark.parametrize("scale", [1.0, 1e-89])

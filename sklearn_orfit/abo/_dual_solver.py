@@ -465,13 +465,17 @@ class DualSolver(CoreBlockSolver):
         beta = beta.reshape(self.D, good.size, c)[:, good].reshape(self.D, -1)
         targets = (targets[0], targets[1][good])
         rdI = (blk.rdP[idx] * valid)[:, :, None]
-        for step in range(2 if np.any(kappa > KAPPA_REFINE_MAX) else 1):
+        two = np.repeat(kappa > KAPPA_REFINE_MAX, c)  # β's columns w·c + j that take two steps
+        for step in range(2 if two.any() else 1):
             if step:
                 rA, rI = self._forgetting_residuals(blk, idx, valid, xA, xI, delta, seg, kappa, beta=beta,
                                                     targets=targets)[:2]
             dx, _ = self._forgetting_ridge(blk, idx, valid, S, a, delta, rhs=(rA, rI))
-            beta = beta + self._rows_t(blk, idx, valid, np.moveaxis(dx[0], 0, 1) * blk.rd_A[:, None, None],
-                                       dx[1] * rdI, seg)[0]
+            step_beta = beta + self._rows_t(blk, idx, valid, np.moveaxis(dx[0], 0, 1) * blk.rd_A[:, None, None],
+                                            dx[1] * rdI, seg)[0]
+            # (a second step only where the window needs it: a window's β must not depend
+            # on the others solved with it)
+            beta = np.where(two, step_beta, beta) if step else step_beta
             xA, xI = xA + dx[0], xI + dx[1]
         return beta.reshape(self.D, -1, c), good
 
@@ -612,8 +616,10 @@ class DualSolver(CoreBlockSolver):
             return np.maximum(np.abs(x[0]).reshape(nA, nw, c).max(axis=(0, 2), initial=0.0),
                               np.abs(x[1]).max(axis=(1, 2), initial=0.0))
 
-        (xA, xI), ok = solve_shifted(apply_M, [x0A, x0I],
-                                     [np.repeat(delta, c)[None, :], delta[:, None, None]], size)
+        def spread(v):  # per window → the layouts of x_A (n_A, nw·c) and x_I (nw, H, c)
+            return [np.repeat(v, c)[None, :], v[:, None, None]]
+
+        (xA, xI), ok = solve_shifted(apply_M, [x0A, x0I], spread(delta), size, spread=spread)
         return (np.moveaxis(xA.reshape(nA, nw, c), 1, 0), xI), ok
 
     def _forgetting_ridge_direct(self, blk, idx, valid, delta):
@@ -713,7 +719,8 @@ class DualSolver(CoreBlockSolver):
         S = _principal_blocks(blk.T, idx, valid, copy=True)
         S[:, np.arange(H), np.arange(H)] += ~valid
         yA = np.tile(yA, nw)
-        for step in range(2 if np.any(kappa > KAPPA_REFINE_MAX) else 1):
+        two = np.repeat(kappa > KAPPA_REFINE_MAX, c)  # β's columns w·c + j that take two steps
+        for step in range(2 if two.any() else 1):
             if step:
                 KaA, KaI = self._rows_dot(blk, idx, valid, beta, seg)
             # r = ỹ − Ẑβ − diag(shift) a
@@ -723,7 +730,10 @@ class DualSolver(CoreBlockSolver):
             XtrA = (blk.X.T @ rA).reshape(nP, nw, c)[idx, w_of]  # (nw, H, c)
             dI = solve_stack(S, (rI - XtrA) * vm)[0] * vm
             dA = blk._bwd(blk._fwd(rA)) - blk.X @ by_position(dI)  # (nA, nw·c)
-            beta = beta + self._rows_t(blk, idx, valid, dA.reshape(nA, nw, c), dI, seg)[0]
+            step_beta = beta + self._rows_t(blk, idx, valid, dA.reshape(nA, nw, c), dI, seg)[0]
+            # (a second step only where the window needs it: a window's β must not depend
+            # on the others solved with it)
+            beta = np.where(two, step_beta, beta) if step else step_beta
             a_A, a_P = a_A + dA, a_P + dI
         return beta.reshape(self.D, nw, c), ok
 

@@ -655,7 +655,7 @@ def ridge_from_factor(F, B, alpha, *, triangular=None):
 _TPQRT_BLOCK = 8
 
 
-def solve_shifted(apply_M, x0, delta, size, *, max_steps=MAX_STEPS):
+def solve_shifted(apply_M, x0, delta, size, *, spread=None, max_steps=MAX_STEPS):
     """Solve ``(I + δ_w M) x = x₀`` for every window ``w`` of a block, by iteration.
 
     A ridge with forgetting: window ``w`` of a block has the matrix ``P + δ_w Σ``, where
@@ -685,6 +685,12 @@ def solve_shifted(apply_M, x0, delta, size, *, max_steps=MAX_STEPS):
         ``δ_w`` broadcast to each array of ``x0``.
     size : callable
         ``size(x) -> ndarray of shape (n_windows,)``: ``max |x|`` per window.
+    spread : callable, default=None
+        ``spread(v)``: per-window values ``v`` of shape ``(n_windows,)`` broadcast to each
+        array of ``x0`` (as ``delta`` is). Given, a window is left as it is once it has
+        converged, so that its solution, to the last bit, does not depend on how many
+        steps the other windows take (a prequential prediction must not depend on later
+        rows of the same call).
 
     Returns
     -------
@@ -700,6 +706,8 @@ def solve_shifted(apply_M, x0, delta, size, *, max_steps=MAX_STEPS):
     for _ in range(max_steps):
         Mx = apply_M(x)
         step = [w * (v0 - v - d * m) for w, v0, v, d, m in zip(omega, x0, x, delta, Mx)]
+        if spread is not None and converged.any():
+            step = [np.where(active, st, 0.0) for st, active in zip(step, spread(~converged))]
         x = [v + st for v, st in zip(x, step)]
         # a window has converged once a step is at rounding level: within 4 eps of max|x|,
         # or within STALL_EPS eps and no longer contracting (a step contracts by at least

@@ -654,7 +654,10 @@ class PrimalSolver(CoreBlockSolver):
         def size(x):
             return np.abs(x[0]).reshape(D, nw, c).max(axis=(0, 2), initial=0.0)
 
-        (X,), ok = solve_shifted(apply_M, [X0], [np.repeat(delta, c)[None, :]], size)
+        def spread(v):  # per window → the layout of X (D, nw·c)
+            return [np.repeat(v, c)[None, :]]
+
+        (X,), ok = solve_shifted(apply_M, [X0], spread(delta), size, spread=spread)
         return X.reshape(D, nw, c), ok, None
 
     def _forgetting_ridge_direct(self, blk, idx, valid, nu, wy, delta):
