@@ -492,7 +492,7 @@ class DualSolver(CoreBlockSolver):
         rdI = blk.rdP[idx] * valid  # (nw, H)
         if beta is None:
             # â = D^-½ x
-            KaA, KaI, yA, yI, good, _, beta = self._window_products(
+            KaA, KaI, yA, yI, good, beta = self._window_products(
                 blk, idx, valid, np.moveaxis(xA, 0, 1) * blk.rd_A[:, None, None], xI * rdI[:, :, None], seg,
                 kappa)
         else:
@@ -513,39 +513,44 @@ class DualSolver(CoreBlockSolver):
         ``seg["Zh"]``. ``aA`` ``(n_A, nw, c)`` and ``aI`` ``(nw, H, c)`` are the windows'
         ``â`` on the core and on their periphery positions. Returns ``(K̂â)_A``, ``(K̂â)_I``,
         ``ỹ_A`` ``(n_A, c)``, ``ỹ_I``, which windows one step can refine
-        (:func:`refinable`, with their condition estimates ``kappa``) and each periphery
-        position's ring slot (where it is in the ring).
+        (:func:`refinable`, with their condition estimates ``kappa``) and ``β = Ẑᵀâ``
+        ``(D, nw·c)``.
         """
-        buf, c, m0 = self.buf, self.c, seg["m0"]
+        buf, c = self.buf, self.c
         nw, H = idx.shape
         A = blk.slots_A
-        in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
+        _, in_ring, _, pos_slot, pos_seg = self._positions(blk, idx, valid, seg)
         U, a_norm = self._rows_t(blk, idx, valid, aA, aI, seg)  # β = Ẑᵀâ, (D, nw·c)
         good = refinable(a_norm, _column_norms(U), np.repeat(A.size + valid.sum(axis=1), c),
                          np.repeat(kappa, c)).reshape(nw, c).all(axis=1)
         KaA, KaI = self._rows_dot(blk, idx, valid, U, seg)
         # (a zero target after the segment's: what padding and ring positions index)
         yS = np.concatenate([seg["Y"] * _inv_or_zero(seg["s"])[:, None], np.zeros((1, c))])
-        pos_slot = blk.slot[np.where(in_ring, idx, 0)]
-        pos_seg = np.where(in_seg, idx - m0, -1)
         yI = np.where(in_ring[:, :, None], buf.Y[pos_slot] * _inv_or_zero(buf.s[pos_slot])[..., None],
                       yS[pos_seg])
-        return KaA, KaI, buf.Y[A] * _inv_or_zero(buf.s[A])[:, None], yI, good, pos_slot, U
+        return KaA, KaI, buf.Y[A] * _inv_or_zero(buf.s[A])[:, None], yI, good, U
+
+    def _positions(self, blk, idx, valid, seg):
+        """Where the window positions ``idx`` of a segment are: each position's window
+        ``(nw, H)``, which are rows in the ring and which the segment's rows, each one's
+        ring slot (0 off the ring) and segment row (−1 off the segment: the zero row the
+        callers append)."""
+        m0 = seg["m0"]
+        in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
+        return (np.broadcast_to(np.arange(idx.shape[0])[:, None], idx.shape), in_ring, in_seg,
+                blk.slot[np.where(in_ring, idx, 0)], np.where(in_seg, idx - m0, -1))
 
     def _rows_dot(self, blk, idx, valid, V, seg):
         """``ẐV`` of windows ``core + periphery[idx]`` for ``V`` ``(D, nw·c)`` (one column
         block per window): its core part ``(n_A, nw, c)`` and periphery part
         ``(nw, H, c)`` (rows in the ring and in the segment as in
         :meth:`_window_products`)."""
-        buf, c, m0 = self.buf, self.c, seg["m0"]
+        buf, c = self.buf, self.c
         nw = idx.shape[0]
-        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
-        in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
+        w_of, in_ring, _, pos_slot, pos_seg = self._positions(blk, idx, valid, seg)
         Kr = (buf.Zh @ V).reshape(buf.N, nw, c)
         # (a row of zeros after the segment's: what padding and ring positions index)
         Ks = np.concatenate([(seg["Zh"] @ V).reshape(-1, nw, c), np.zeros((1, nw, c))])
-        pos_slot = blk.slot[np.where(in_ring, idx, 0)]
-        pos_seg = np.where(in_seg, idx - m0, -1)
         return Kr[blk.slots_A], np.where(in_ring[:, :, None], Kr[pos_slot, w_of], Ks[pos_seg, w_of])
 
     def _rows_t(self, blk, idx, valid, vA, vI, seg):
@@ -553,16 +558,15 @@ class DualSolver(CoreBlockSolver):
         as in :meth:`_window_products`) for ``v`` given on the core, ``vA`` ``(n_A, nw, c)``,
         and on the periphery positions, ``vI`` ``(nw, H, c)``: ``(D, nw·c)``, and ``‖v‖``
         of each column."""
-        buf, c, m0 = self.buf, self.c, seg["m0"]
+        buf, c = self.buf, self.c
         nw = idx.shape[0]
-        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
-        in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
+        w_of, in_ring, in_seg, pos_slot, pos_seg = self._positions(blk, idx, valid, seg)
         # v by ring slot and by segment row (zero outside each window)
         ring = np.zeros((buf.N, nw, c))
         ring[blk.slots_A] = vA
-        ring[blk.slot[idx[in_ring]], w_of[in_ring]] = vI[in_ring]
+        ring[pos_slot[in_ring], w_of[in_ring]] = vI[in_ring]
         segc = np.zeros((seg["Zh"].shape[0], nw, c))
-        segc[(idx - m0)[in_seg], w_of[in_seg]] = vI[in_seg]
+        segc[pos_seg[in_seg], w_of[in_seg]] = vI[in_seg]
         Ztv = buf.Zh.T @ ring.reshape(buf.N, nw * c) + seg["Zh"].T @ segc.reshape(segc.shape[0], nw * c)
         return Ztv, _column_norms(np.concatenate([ring, segc]).reshape(buf.N + segc.shape[0], nw * c))
 
@@ -579,17 +583,12 @@ class DualSolver(CoreBlockSolver):
         instead of ``ỹ`` (``x₀ = P⁻¹r``): the correction of a refinement step.
 
         Returns ``x`` as ``(x_A, x_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and
-        which windows converged (to ``4 eps`` of ``max|x|``).
+        which windows converged (:func:`~._kernels.solve_shifted`).
         """
         nw, H = idx.shape
         c, nA, P = self.c, blk.slots_A.size, blk.slot.size
         vm = valid[:, :, None]
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
-
-        def scatter(vI):  # (nw, H, c) → (P, nw·c), zero outside each window
-            out = np.zeros((P, nw, c))
-            out[idx[valid], w_of[valid]] = vI[valid]
-            return out.reshape(P, nw * c)
 
         Sinv = np.linalg.inv(S) if nw else S  # SPD, κ ≤ GRAM_KAPPA_MAX (the fast route)
 
@@ -598,12 +597,12 @@ class DualSolver(CoreBlockSolver):
             u = blk._fwd(vA)
             Rtu = (blk.R.T @ u).reshape(P, nw, c)[idx, w_of]
             xI = (Sinv @ ((vI - Rtu) * vm)) * vm
-            return blk._bwd(u - blk.R @ scatter(xI)), xI
+            return blk._bwd(u - blk.R @ _by_position(xI, idx, valid, P)), xI
 
         if rhs is None:
             # x₀ = P⁻¹ỹ:  x_I = a,  x_A = K_AA⁻¹ỹ_A − X_I a
             x0I = a * vm
-            x0A = np.tile(blk.a_y, nw) - blk.X @ scatter(x0I)
+            x0A = np.tile(blk.a_y, nw) - blk.X @ _by_position(x0I, idx, valid, P)
         else:  # x₀ = P⁻¹r
             x0A, x0I = p_inv(np.moveaxis(rhs[0], 0, 1).reshape(nA, nw * c), rhs[1])
         sA = blk.shift_A[:, None]
@@ -699,22 +698,14 @@ class DualSolver(CoreBlockSolver):
         nw, H = idx.shape
         A, nA, nP = blk.slots_A, blk.slots_A.size, blk.slot.size
         vm = valid[:, :, None]
-        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
-
-        def by_position(vI):  # (nw, H, c) → (P, nw·c), zero outside each window
-            out = np.zeros((nP, nw, c))
-            out[idx[valid], w_of[valid]] = vI[valid]  # padding positions alias position 0
-            return out.reshape(nP, nw * c)
-
+        w_of, in_ring, _, pos_slot, pos_seg = self._positions(blk, idx, valid, seg)
         # a_A = K̂_AA⁻¹ỹ_A − X_I a_I for every window (columns w·c + j)
-        a_A = np.tile(blk.a_y, nw) - blk.X @ by_position(a_P)  # (nA, nw·c)
-        KaA, KaI, yA, yI, ok, pos_slot, beta = self._window_products(blk, idx, valid, a_A.reshape(nA, nw, c), a_P,
-                                                                    seg, kappa)
+        a_A = np.tile(blk.a_y, nw) - blk.X @ _by_position(a_P, idx, valid, nP)  # (nA, nw·c)
+        KaA, KaI, yA, yI, ok, beta = self._window_products(blk, idx, valid, a_A.reshape(nA, nw, c), a_P, seg,
+                                                           kappa)
         self.n_refined += int(ok.sum())
-        m0 = seg["m0"]
-        in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
         shift_A = self._shift(A)[:, None]
-        seg_s = np.append(seg["s"], 0.0)[np.where(in_seg, idx - m0, -1)]  # (an empty segment: coef_)
+        seg_s = np.append(seg["s"], 0.0)[pos_seg]  # (an empty segment: coef_)
         shift_I = np.where(in_ring, self._shift(pos_slot), self._shift(seg_s, by_norm=True))[:, :, None]
         S = _principal_blocks(blk.T, idx, valid, copy=True)
         S[:, np.arange(H), np.arange(H)] += ~valid
@@ -729,7 +720,7 @@ class DualSolver(CoreBlockSolver):
             # δ_I = S⁻¹ (r_I − X_Iᵀ r_A),  δ_A = K̂_AA⁻¹ r_A − X_I δ_I
             XtrA = (blk.X.T @ rA).reshape(nP, nw, c)[idx, w_of]  # (nw, H, c)
             dI = solve_stack(S, (rI - XtrA) * vm)[0] * vm
-            dA = blk._bwd(blk._fwd(rA)) - blk.X @ by_position(dI)  # (nA, nw·c)
+            dA = blk._bwd(blk._fwd(rA)) - blk.X @ _by_position(dI, idx, valid, nP)  # (nA, nw·c)
             step_beta = beta + self._rows_t(blk, idx, valid, dA.reshape(nA, nw, c), dI, seg)[0]
             # (a second step only where the window needs it: a window's β must not depend
             # on the others solved with it)
@@ -775,7 +766,7 @@ class _Solution:
     """``â`` of one window of a block: core part ``xA`` and periphery part ``xI``."""
 
     def __init__(self, blk, idx, valid, xA, xI, beta=None):
-        self.beta = beta  # β itself, when refinement computed it (see _refine_windows)
+        self.beta = beta  # β itself, when refinement computed it (see _forgetting_refine)
         self.slots_A, self.slots_I = blk.slots_A, blk.slot[idx[valid]]
         # â = D^-½ x (the block's Jacobi scaling)
         self.xA, self.xI = xA * blk.rd_A[:, None], xI[valid] * blk.rdP[idx[valid]][:, None]
@@ -797,6 +788,16 @@ class _Solution:
 #: ``N ≤ 100`` (RFF features and low-rank rows, ``α`` 1e-12…1e-4, ``λ`` 1 and 0.999):
 #: growth/√κ ≤ 1,000 → at most 0.18 bound units; 4.9e3…1.6e4 → up to 2 units.
 REFINE_GROWTH_PER_ROOT_KAPPA = 100.0
+
+
+def _by_position(vI, idx, valid, n_positions):
+    """Values ``vI`` ``(nw, H, c)`` on the windows' periphery positions ``idx`` as
+    ``(n_positions, nw·c)``: by position, zero outside each window (padding positions,
+    which alias position 0, are not written)."""
+    nw, _, c = vI.shape
+    out = np.zeros((n_positions, nw, c))
+    out[idx[valid], np.broadcast_to(np.arange(nw)[:, None], idx.shape)[valid]] = vI[valid]
+    return out.reshape(n_positions, nw * c)
 
 
 def _column_norms(M):

@@ -60,8 +60,8 @@ GRAM_KAPPA_MAX = 1e6
 #: Windows whose Gram matrix's condition estimate (dual and primal routes) lies between
 #: GRAM_KAPPA_MAX and this take one step of refinement with the residual computed from
 #: the rows themselves (corrected seminormal equations): the step contracts the Gram
-#: route's error by about κ·eps ≤ 2e-7; measured within the oracle bound up to that limit
-#: (the residual is itself rounded, which is why the limit is not higher).
+#: route's error by about κ·eps ≤ 2e-7; measured within the oracle bound up to that limit.
+#: The dual route takes a second step up to its ``KAPPA_REFINE_TWICE``.
 KAPPA_REFINE_MAX = 1e9
 
 #: Steps of :func:`solve_shifted` before a window is sent to the orthogonal route (with
