@@ -15,8 +15,10 @@ def canonical_pickle(est):
     return pickle.dumps(pickle.loads(pickle.dumps(est)))
 
 
-# a lock held for concurrent calls is not state (created on first use)
-_NOT_STATE = frozenset({"_stream_lock"})
+# a lock held for concurrent calls is not state (created on first use), nor whether the
+# orthogonal factors may be written in place (False once a checkpoint holds them), nor the
+# buffer whose leading columns are their Q (its spare columns are scratch; Q is compared)
+_NOT_STATE = frozenset({"_stream_lock", "owned", "_Qspare"})
 
 
 def _is_object(v):

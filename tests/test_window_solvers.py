@@ -995,6 +995,59 @@ def test_sliding_qr_takes_a_ridge_at_solve_time_with_forgetting(orientation, D):
         np.testing.assert_allclose(qr.solve(Yw, alpha=alpha), augmented_ridge(A, Yw, alpha), atol=1e-9)
 
 
+@pytest.mark.parametrize("orientation, D, alpha, lam", [
+    ("columns", 15, 0.0, 1.0), ("columns", 15, 0.0, 0.9),  # merged parallel rows
+    ("columns", 15, 1e-3, 1.0),  # ridge rows in the factors
+    ("rows", 4, 0.0, 0.9), ("rows", 4, 1e-3, 1.0),
+])
+def test_sliding_qr_writes_into_factors_no_checkpoint_holds(orientation, D, alpha, lam):
+    # A slide writes into Q and R (qr_delete in place, R aged in place, a merged column
+    # rescaled in place, a new column of Q into its buffer's spare columns) only where no
+    # checkpoint holds them: after share() (what a checkpoint does before recording them)
+    # the recorded arrays stay as they were, and the factors still solve the window
+    N, T = 8, 40
+    rows, y = stream("duplicated", T, D, seed=16)
+    sw = np.sqrt(lam) ** np.arange(N - 1, -1, -1)
+    qr = SlidingQR(rows[:N] * sw[:, None], orientation=orientation, window_size=N,
+                   alpha=alpha if lam == 1.0 else 0.0, slots=np.arange(N))
+    changed = 0
+    for at in range(1, T - N + 1):
+        # (Q's buffer has spare columns, scratch beyond Q: Q itself is compared)
+        held = {k: v for k, v in vars(qr).items() if isinstance(v, np.ndarray) and k != "_Qspare"}
+        copies = {k: v.copy() for k, v in held.items()}
+        shared = at % 3 == 0
+        if shared:
+            qr.share()
+        if not qr.slide(rows[at + N - 1], sqrt_lam=np.sqrt(lam), drop=True, slot=(at + N - 1) % N):
+            qr.refactor(rows[at : at + N] * sw[:, None], slots=np.arange(at, at + N) % N)
+        same = all(np.array_equal(held[k], copies[k]) for k in held)
+        assert same or not shared
+        changed += not same
+        A, Yw = rows[at : at + N] * sw[:, None], (y[at : at + N] * sw)[:, None]
+        ref = augmented_ridge(A, Yw, alpha) if alpha else np.linalg.lstsq(A, Yw, rcond=None)[0]
+        np.testing.assert_allclose(qr.solve(Yw, alpha=alpha), ref, atol=1e-9)
+    assert changed  # unshared, the slides did write in place
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e160])
+@pytest.mark.parametrize("orientation, D, lam", [("columns", 15, 1.0), ("columns", 15, 0.9), ("rows", 4, 0.9)])
+def test_sliding_qr_slides_rows_whose_squares_leave_float64(orientation, D, lam, scale):
+    # rows of 1e±160: their squared norms underflow or overflow; the new column's norm
+    # (Gram–Schmidt) and the factor's norm check are taken scaled, so the factors still
+    # solve the window (numpy.linalg.norm of such a row is 0 or inf)
+    N, T = 8, 30
+    rows, y = stream("duplicated", T, D, seed=17)
+    rows, y = rows * scale, y * scale
+    sw = np.sqrt(lam) ** np.arange(N - 1, -1, -1)
+    qr = SlidingQR(rows[:N] * sw[:, None], orientation=orientation, window_size=N, slots=np.arange(N))
+    for at in range(1, T - N + 1):
+        if not qr.slide(rows[at + N - 1], sqrt_lam=np.sqrt(lam), drop=True, slot=(at + N - 1) % N):
+            qr.refactor(rows[at : at + N] * sw[:, None], slots=np.arange(at, at + N) % N)
+        A, Yw = rows[at : at + N] * sw[:, None], (y[at : at + N] * sw)[:, None]
+        ref = np.linalg.lstsq(A / scale, Yw / scale, rcond=None)[0]  # the same β at scale 1
+        np.testing.assert_allclose(qr.solve(Yw, alpha=0.0), ref, atol=1e-9 * np.abs(ref).max())
+
+
 def graded_stream(kind, T, D):
     """Rows and targets in blocks of 3 scaled by 10^k, k in [-3, 3] (with repeated rows for
     ``kind="mixed_duplicated"``)."""
