@@ -476,6 +476,38 @@ def test_cutoff_test_follows_the_two_norm_condition_number(n):
     assert not kernels.clear_of_cutoff(np.zeros((0, 0)), n=0, D=n)
 
 
+@pytest.mark.parametrize("trans", [False, True])
+@pytest.mark.parametrize("s_min_in_cutoffs", [0.5, 3.0, 30.0])
+def test_triangular_lstsq_near_the_cutoff_settles_it_by_the_singular_values(s_min_in_cutoffs, trans):
+    # a factor whose smallest singular value is 0.5, 3 or 30 cut-offs: the condition
+    # estimate alone cannot tell (margin at most 10; above NEAR_CUTOFF for 3 and 30), the
+    # singular values do. Above twice the cut-off a triangular solve (no SVD with vectors), at or below
+    # an SVD that truncates it; either way lstsq's solution
+    n = 200
+    rng = np.random.default_rng(7)
+    U, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    V, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    s = np.logspace(0, -3, n)
+    s[-1] = s_min_in_cutoffs * EPS * n
+    R = np.linalg.qr(U @ np.diag(s) @ V.T)[1]
+    b = rng.standard_normal((n, 1))
+    margin = kernels.cutoff_margin(R, n=n, D=n)
+    # what the test is about: not clear by the estimate, and near it above the cut-off
+    assert margin <= 10.0 and (margin > kernels.NEAR_CUTOFF or s_min_in_cutoffs < 1.0)
+    calls = []
+    real = kernels.min_norm_solve
+    try:
+        kernels.min_norm_solve = lambda *a, **k: calls.append(1) or real(*a, **k)
+        x = kernels.triangular_lstsq(R, b, n=n, D=n, trans=trans)
+    finally:
+        kernels.min_norm_solve = real
+    A = R.T if trans else R
+    ref = np.linalg.lstsq(A, b, rcond=None)[0]
+    assert (calls == []) == (s_min_in_cutoffs > 2.0)
+    kappa = 1.0 / (s_min_in_cutoffs * EPS * n) if s_min_in_cutoffs > 1 else 1e3
+    np.testing.assert_allclose(x, ref, atol=100 * EPS * kappa * np.abs(ref).max())
+
+
 @pytest.mark.parametrize("alpha", [1e-12, 0.1])
 def test_ridge_with_forgetting_at_small_d_solves_each_window_in_long_blocks(alpha):
     # λ = 0.9 limited the iteration's blocks to 4 rows (263 µs a row at N = 100, D = 64,

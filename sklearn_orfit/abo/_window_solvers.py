@@ -21,9 +21,8 @@ import numpy as np
 import scipy.linalg
 
 from ._kernels import (
-    EPS, REDUCED_SHARE, clear_of_cutoff, few_rows, lstsq_cutoff, lstsq_stack, min_norm_solve,
-    probes, ridge_from_factor,
-    triangular_solve, unbatched,
+    EPS, REDUCED_SHARE, few_rows, lstsq_cutoff, lstsq_stack, min_norm_solve, probes,
+    ridge_from_factor, triangular_lstsq, triangular_solve, unbatched,
 )
 
 # one matrix at a time: without SciPy's batching wrapper (see unbatched)
@@ -447,8 +446,9 @@ class SlidingQR:
         """``lstsq([Ã; √α I], [Ỹ; 0])`` from the factors.
 
         ``O(n²)`` plus one product with ``Q`` when ``R`` is safely invertible (a
-        triangular solve), ``O(n³)`` (an SVD of ``R``) when lstsq's cut-off could
-        truncate a singular value of the window.
+        triangular solve), ``O(n³)`` (the singular values of ``R``, or an SVD of it)
+        when lstsq's cut-off could truncate a singular value of the window
+        (:func:`~._kernels.triangular_lstsq`).
         """
         Q, R = self.Q, self.R
         n_rows, D = (R.shape[0], Q.shape[0]) if self.orientation == "columns" else (Q.shape[0], Q.shape[1])
@@ -476,14 +476,13 @@ class SlidingQR:
                 beta = ridge_from_factor(R, Q.T @ Yw, alpha, triangular="upper")
                 if beta is not None:
                     return beta
-        if alpha == 0.0 and R.shape[0] == R.shape[1] and clear_of_cutoff(
-                R, n=n_rows, D=D, ridge=bool(self.root_alpha)):
-            if self.orientation == "columns":
-                # Ã = RᵀQᵀ, full row rank ⇒ β = Q R⁻ᵀ Ỹ
-                return Q @ triangular_solve(R, Yw, trans=True)
-            return triangular_solve(R, Q.T @ Yw)
         # Ã = Rᵀ Qᵀ ⇒ β = Q pinv(Rᵀ) Ỹ;  Ã = Q R ⇒ β = pinv(R) Qᵀ Ỹ (Q: orthonormal
-        # columns); with a ridge the same with s/(s² + α) for 1/s
+        # columns); R⁻ᵀ and R⁻¹ when no singular value is at the cut-off
+        if alpha == 0.0 and R.shape[0] == R.shape[1]:
+            if self.orientation == "columns":
+                return Q @ triangular_lstsq(R, Yw, n=n_rows, D=D, ridge=bool(self.root_alpha), trans=True)
+            return triangular_lstsq(R, Q.T @ Yw, n=n_rows, D=D, ridge=bool(self.root_alpha))
+        # with a ridge the same with s/(s² + α) for 1/s
         if self.orientation == "columns":
             return Q @ min_norm_solve(R.T, Yw, n=n_rows, D=D, alpha=alpha)
         return min_norm_solve(R, Q.T @ Yw, n=n_rows, D=D, alpha=alpha)
@@ -628,9 +627,9 @@ class SlidingR:
         if alpha and not self.ridge_in_factor:
             beta = ridge_from_factor(R, d, alpha, triangular="upper")
             return lstsq_stack(R[None], d[None], alpha=alpha)[0][0] if beta is None else beta
-        if clear_of_cutoff(R, n=self.n, D=D, ridge=self.ridge_in_factor):
-            return triangular_solve(R, d)
-        return min_norm_solve(R, d, n=self.n + (D if self.ridge_in_factor else 0), D=D)
+        # (a ridge in the factor: [Ã; √α I], of n + D rows)
+        return triangular_lstsq(R, d, n=self.n + (D if self.ridge_in_factor else 0), D=D,
+                                ridge=self.ridge_in_factor)
 
 
 # how a window is solved (see CoreBlockSolver)
