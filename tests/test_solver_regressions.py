@@ -853,3 +853,56 @@ def test_the_short_window_orthogonal_route_solves_each_window_as_if_alone():
     Z2[cut + 1 :] = -Z2[cut + 1 :] + 0.5
     y2[cut:] += 10.0
     np.testing.assert_array_equal(prequential_predict(make(), Z2, y2)[: cut + 1], p[: cut + 1])
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.97])
+def test_an_interrupt_inside_orthogonal_slides_leaves_the_factors_as_before(lam):
+    # The orthogonal route writes into its factors (qr_delete in place, aging, rescaled
+    # columns, Q's spare columns) once no checkpoint holds them. An exception or Ctrl-C at
+    # any of ~16 lines of a call whose windows slide those factors leaves the model as
+    # before the call (or as after it), and the stream goes on as if never interrupted.
+    # (A copied or unpickled model copies its factors before its first write: each trial
+    # first learns a few rows, so that the interrupted call starts with factors it owns.)
+    import copy
+    import pickle
+
+    import sklearn_orfit.abo as abo
+    from _hostile import run_traced
+
+    N, D = 40, 40
+    rng = np.random.default_rng(5)
+    Z, y = rng.standard_normal((200, D)), rng.standard_normal(200)
+    for i in np.sort(rng.choice(np.arange(1, 200), size=30, replace=False)):
+        j = int(rng.integers(max(0, i - N + 1), i))  # a duplicate of a row in the window
+        Z[i], y[i] = Z[j], y[j]
+    base = QREWRLSRegressor(N, forgetting_factor=lam)
+    prequential_predict(base, Z[:100], y[:100])
+
+    def started():
+        est = copy.deepcopy(base)
+        prequential_predict(est, Z[100:105], y[100:105])
+        return est
+
+    call = lambda est: lambda: prequential_predict(est, Z[105:135], y[105:135])  # noqa: E731
+    ref = started()
+    before, o0 = pickle.dumps(ref), ref.n_orthogonal_windows_
+    assert ref._solver.orth.owned
+    call(ref)()
+    assert ref.n_orthogonal_windows_ - o0 >= 20  # the call slides the orthogonal factors
+    after = pickle.dumps(ref)
+    expected = prequential_predict(ref, Z[135:], y[135:])
+    prefix = abo.__path__[0]
+    n_lines = min(run_traced(call(started()), -1, None, prefix) for _ in range(2))
+    points = sorted({1, n_lines - 1, n_lines, *np.linspace(1, n_lines, 14).astype(int)})
+    for i, k in enumerate(points):
+        est = started()
+        try:
+            run_traced(call(est), k, (KeyboardInterrupt, RuntimeError)[i % 2]("injected"), prefix)
+        except (KeyboardInterrupt, RuntimeError):
+            pass
+        state = pickle.dumps(est)
+        assert state in (before, after), f"interrupted at line {k}: a state in between"
+        if state == before:
+            call(est)()
+        np.testing.assert_array_equal(prequential_predict(est, Z[135:], y[135:]), expected,
+                                      err_msg=f"line {k}")

@@ -439,7 +439,10 @@ class SlidingQR:
 
     def __getstate__(self):
         state = dict(self.__dict__)
-        state["_Qspare"] = None  # scratch beyond Q (pickled as its own array)
+        # scratch beyond Q (pickled as its own array), and who holds the arrays (unpickled,
+        # the class's False: one copy before the first write)
+        state.pop("_Qspare", None)
+        state.pop("owned", None)
         return state
 
     def solve(self, Yw, *, alpha):
