@@ -6,7 +6,7 @@ each (``python -m pytest -m slow tests/test_properties.py``).
 
 import numpy as np
 import pytest
-from _oracle import prequential_oracle
+from _oracle import prequential_oracle, window_lstsq
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -166,3 +166,92 @@ def test_block_routes_match_the_oracle_at_every_step(data):
 @given(data=block_streams())
 def test_block_routes_match_the_oracle_at_every_step_many_examples(data):
     check_block_stream(data)
+
+
+# ---------------------------------------------------------------- the solver sweep's grid
+#: the data kinds of ``benchmarks/bench_solver_sweep.py``
+SWEEP_KINDS = ["gaussian", "rff", "constant_start", "zero_weights", "duplicates", "mixed_scales"]
+
+
+@st.composite
+def sweep_streams(draw):
+    """Streams drawn from the grid of the solver sweep (``benchmarks/bench_solver_sweep.py``)
+    at the sizes an oracle can follow at every step: ``N ∈ {20, 100}``,
+    ``D ∈ {2, 64, N − 1, N, N + 1, 1024}``, ``λ ∈ {1, 0.999, 0.9}``,
+    ``α ∈ {0, 1e-12, 1e-6, 0.1, 10}`` and its six kinds of data, with the fill phase
+    (streams from half a window to two windows and more) and calls of random lengths."""
+    N = draw(st.sampled_from([20, 100]))
+    D = draw(st.sampled_from([2, 64, N - 1, N, N + 1, 1024]))
+    lam = draw(st.sampled_from([1.0, 0.999, 0.9]))
+    alpha = draw(st.sampled_from([0.0, 1e-12, 1e-6, 0.1, 10.0]))
+    kind = draw(st.sampled_from(SWEEP_KINDS))
+    n = draw(st.integers(N // 2, 2 * N + 10))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    sw = None
+    if kind == "rff":
+        from sklearn_orfit import RandomFourierFeatures
+        from sklearn_orfit.datasets import make_abo_series, make_lagged
+
+        start = int(rng.integers(0, 200))
+        X, y = make_lagged(make_abo_series(start + n + 7, random_state=0), 7)
+        X, y = X[start:], np.asarray(y[start:], dtype=float)
+        Z = RandomFourierFeatures(D, sigma=0.5, random_state=seed % 1000).fit(X[:1]).transform(X)
+    else:
+        Z = rng.standard_normal((n, D))
+        y = Z @ (rng.standard_normal(D) / np.sqrt(D)) + 0.1 * rng.standard_normal(n)
+    if kind == "constant_start":
+        k = max(1, N // 4)
+        Z[1:k], y[1:k] = Z[0], y[0]
+    elif kind == "zero_weights":
+        sw = np.ones(n)
+        sw[rng.choice(n, size=int(round(0.2 * n)), replace=False)] = 0.0
+    elif kind == "duplicates" and n > 1:
+        for i in np.sort(rng.choice(np.arange(1, n), size=int(round(0.1 * n)), replace=False)):
+            j = int(rng.integers(max(0, i - N + 1), i))  # a row still in the window
+            Z[i], y[i] = Z[j], y[j]
+    elif kind == "mixed_scales":
+        s = (10.0 ** rng.integers(-100, 101, size=(n + 6) // 7).astype(float)).repeat(7)[:n]
+        Z, y = Z * s[:, None], y * s
+    cuts = sorted(draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4, unique=True)))
+    return Z, y, sw, N, lam, alpha, cuts
+
+
+def check_sweep_stream(data):
+    """Every prediction and the final ``coef_`` against the oracle, step by step, with the
+    bound scaled by each step's own size: ``max(1e-9, 100·eps·κ)·max(|ŷ|, ‖z‖‖β‖)``
+    (``κ²`` with a ridge, see :func:`check_block_stream`), so that a row of 1e-100 among
+    rows of 1e100 is held to its own scale, not theirs."""
+    Z, y, sw, N, lam, alpha, cuts = data
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
+    bounds = [0, *cuts, len(y)]
+    pred = np.concatenate([
+        prequential_predict(reg, Z[a:b], y[a:b], sample_weight=None if sw is None else sw[a:b])
+        for a, b in zip(bounds, bounds[1:]) if b > a
+    ])
+    assert np.all(np.isfinite(pred))
+    params = dict(window_size=N, forgetting_factor=lam, alpha=alpha, sample_weight=sw)
+    for t in range(len(y) + 1):
+        beta, kappa = window_lstsq(Z, y[:, None], t, **params)
+        kappa = kappa if alpha == 0.0 else kappa * kappa
+        rel = max(1e-9, 100 * EPS * kappa)
+        if t == len(y):
+            np.testing.assert_allclose(reg.coef_, beta[:, 0], rtol=0, atol=rel * np.abs(beta).max())
+            break
+        o = float(Z[t] @ beta[:, 0])
+        scale = max(abs(o), float(np.linalg.norm(Z[t]) * np.linalg.norm(beta)))
+        assert abs(pred[t] - o) <= rel * scale, (
+            f"step {t}: {pred[t]!r} against {o!r} (bound {rel * scale:.3e}, κ {kappa:.3e})")
+
+
+@QUICK
+@given(data=sweep_streams())
+def test_the_sweep_grid_matches_the_oracle_at_every_step(data):
+    check_sweep_stream(data)
+
+
+@pytest.mark.slow
+@SLOW
+@given(data=sweep_streams())
+def test_the_sweep_grid_matches_the_oracle_at_every_step_many_examples(data):
+    check_sweep_stream(data)

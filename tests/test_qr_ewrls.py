@@ -834,3 +834,36 @@ def test_one_row_prequential_call_with_a_huge_weight_predicts_the_row_as_given()
     with pytest.raises(ValueError, match="overflow"):
         prequential_predict(fresh, x * 1e160, [1.0])
     assert pickle.dumps(fresh) == before
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.99])
+@pytest.mark.parametrize("mode", ["r", "r+"])
+def test_orthogonal_factors_above_the_memmap_threshold_continue_the_stream(lam, mode, tmp_path):
+    # The orthogonal route writes its slides into its factors (qr_delete in place) when it
+    # owns them: factors loaded from a file mapped read-only ("r") or for writing ("r+")
+    # are copied before the first write (the loaded solver's arrays are made private, and
+    # a loaded factor is not marked as owned: the test fails only without both), and the
+    # stream continues as if never stopped
+    import joblib
+
+    rng = np.random.default_rng(19)
+    N, D = 140, 1024
+    Z = rng.normal(size=(320, 40)) @ rng.normal(size=(40, D))  # rank 40: orthogonal windows
+    y = rng.normal(size=320)
+    ref = QREWRLSRegressor(N, forgetting_factor=lam)
+    p_ref = prequential_predict(ref, Z, y)
+    reg = QREWRLSRegressor(N, forgetting_factor=lam)
+    p1 = prequential_predict(reg, Z[:200], y[:200])
+    orth = getattr(reg._solver, "inner", reg._solver).orth
+    assert orth is not None and orth.Q.nbytes > 1e6  # above joblib's memmapping threshold
+    path = tmp_path / "model.joblib"
+    joblib.dump(reg, path)
+    saved = path.read_bytes()
+    loaded = joblib.load(path, mmap_mode=mode)
+    orth = getattr(loaded._solver, "inner", loaded._solver).orth
+    assert isinstance(orth.Q, np.memmap)  # the case under test
+    p2 = prequential_predict(loaded, Z[200:], y[200:])
+    assert reg.n_orthogonal_windows_ > 0 and loaded.n_orthogonal_windows_ > reg.n_orthogonal_windows_
+    np.testing.assert_array_equal(np.concatenate([p1, p2]), p_ref)
+    del loaded, orth
+    assert path.read_bytes() == saved
