@@ -956,3 +956,20 @@ def test_a_negligible_row_whose_target_outweighs_the_window_is_kept():
     pred = prequential_predict(QREWRLSRegressor(N, alpha=1e-2), Z, y)
     expected = _rank_one_ridge_prediction(N, 1.0, 1e-2, y_tiny=1e250)  # 2.56e248
     assert abs(pred[-1] - expected) <= 1e-6 * abs(expected), (pred[-1], expected)
+
+
+@pytest.mark.parametrize("n, D", [(20, 20), (20, 40), (30, 30)])
+@pytest.mark.parametrize("rank_one", [True, False])
+def test_the_from_scratch_solve_leaves_a_zero_row_target_out(n, D, rank_one):
+    # A zero row adds nothing to the minimum-norm solution, whatever its target; the
+    # from-scratch solve of every row (QR then SVD) carried a target of 1e250 on it into
+    # β through the rounding of that row's entries of the factors: 1e183-1e235 times β
+    rng = np.random.default_rng(n + D + rank_one)
+    u = rng.normal(size=D)
+    A = np.tile(u / np.linalg.norm(u), (n, 1)) if rank_one else rng.normal(size=(n, D))
+    A[n // 2] = 0.0
+    Y = rng.normal(size=(n, 1))
+    expected = np.linalg.lstsq(A, Y, rcond=None)[0]
+    Y[n // 2] = 1e250
+    beta, _ = kernels.lstsq_stack(A[None], Y[None], reduce=False)
+    np.testing.assert_allclose(beta[0], expected, rtol=0, atol=1e-10 * np.abs(expected).max())

@@ -580,6 +580,13 @@ def lstsq_stack(A, Y, *, alpha=0.0, keep=None, n_rows=None, reduce=True, ridge_q
 def _lstsq_all_rows(A, Y, *, alpha, ridge_qr=True):
     """:func:`lstsq_stack` on every row of each window."""
     n, D = A.shape[1], A.shape[2]
+    # a zero row adds nothing to the solution, whatever its target (see few_rows, whose
+    # rows kept never include one): its target is zeroed with it, else the rounding of
+    # that row's entries of the factors (eps, where they should be 0) carries it (a
+    # target of 1e250 moved β by 1e235 of its units)
+    zero = ~(A != 0).any(axis=2)
+    if zero.any():
+        Y = np.where(zero[:, :, None], 0.0, Y)
     # a few windows (the orthogonal route's, one at a time): no SVD; a large stack (the
     # short-window route's calls) keeps numpy's batched SVD, which loops in C where the
     # triangular solves and condition estimates below would loop in Python (measured:

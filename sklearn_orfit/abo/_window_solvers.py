@@ -883,11 +883,6 @@ class CoreBlockSolver:
         sw = buf.sqrt_weights(self.lam)
         self.n_orthogonal += 1
         slots = buf.slots()
-        # the targets' weights: a zero row (zeroed as negligible against the ridge, see
-        # DualSolver._normalise) has no influence on β, and its target is zeroed with it:
-        # else the rounding of the factors' entries for that row (eps, where they should be
-        # 0) carries it (a target of 1e100 on a row of 1e-200 moved β by 1e83 units)
-        ty = np.where(buf.s[slots] > 0, sw, 0.0)
         keep, _ = few_rows((buf.s[slots] * sw)[None], lambda: (np.abs(buf.Y[slots]).max(axis=1) * sw)[None],
                            cap=REDUCED_SHARE * min(buf.n, self.D))
         orientation = self._orth_orientation()
@@ -898,7 +893,7 @@ class CoreBlockSolver:
             # no more rows than features (the fill of a tall window): O(k·D·min(k, D)) for
             # k rows, no factors to slide
             Z, Y = buf.raw()
-            return lstsq_stack((Z * sw[:, None])[None], (Y * ty[:, None])[None], alpha=self.alpha,
+            return lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha,
                                keep=keep)[0][0]
         self.orth_idle = 0
         if self.orth is None:
@@ -915,8 +910,13 @@ class CoreBlockSolver:
                 )
         if isinstance(self.orth, SlidingR):
             return self.orth.solve(alpha=self.alpha)
-        Y = buf.Y[slots]  # the factors hold the rows: only the targets are read
-        return self.orth.solve(Y * ty[:, None], alpha=self.alpha)
+        # the factors hold the rows: only the targets are read. A zero row (zeroed as
+        # negligible against the ridge, see DualSolver._normalise) has no influence on β,
+        # and its target is zeroed with it, as lstsq_stack does: else the rounding of the
+        # factors' entries for that row (eps, where they should be 0) carries it (a target
+        # of 1e100 on a row of 1e-200 moved β by 1e83 units)
+        Y = buf.Y[slots]
+        return self.orth.solve(Y * np.where(buf.s[slots] > 0, sw, 0.0)[:, None], alpha=self.alpha)
 
     def _oldest_weighted(self):
         """The oldest row of the window and its target, with their current weight."""
