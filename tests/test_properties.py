@@ -4,6 +4,9 @@ The quick variants run in the default test run; the ``slow`` variants draw 1,000
 each (``python -m pytest -m slow tests/test_properties.py``).
 """
 
+import importlib.util
+from pathlib import Path
+
 import numpy as np
 import pytest
 from _oracle import prequential_oracle, window_lstsq
@@ -75,15 +78,21 @@ def block_streams(draw):
     return Z, y, sw, N, lam, alpha, cuts
 
 
+def predict_in_calls(reg, Z, y, cuts, sample_weight=None):
+    """``prequential_predict`` over the stream in calls split at ``cuts``."""
+    bounds = [0, *cuts, len(y)]
+    return np.concatenate([
+        prequential_predict(reg, Z[a:b], y[a:b],
+                            sample_weight=None if sample_weight is None else sample_weight[a:b])
+        for a, b in zip(bounds, bounds[1:]) if b > a
+    ])
+
+
 def check_block_stream(data):
     Z, y, sw, N, lam, alpha, cuts = data
     make = lambda: QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)  # noqa: E731
-    bounds = [0, *cuts, len(y)]
     reg = make()
-    pred = np.concatenate([
-        prequential_predict(reg, Z[a:b], y[a:b], sample_weight=None if sw is None else sw[a:b])
-        for a, b in zip(bounds, bounds[1:]) if b > a
-    ])
+    pred = predict_in_calls(reg, Z, y, cuts, sw)
     o_pred, kappa, o_beta = prequential_oracle(
         Z, y, window_size=N, forgetting_factor=lam, alpha=alpha, sample_weight=sw
     )
@@ -120,10 +129,7 @@ def check_invariants(data, solver):
     assert np.all(np.abs(p_whole - o_pred[:, 0]) <= tol)
     # chunking does not change the predictions
     chunked = make()
-    bounds = [0, *cuts, len(y)]
-    p_chunks = np.concatenate(
-        [prequential_predict(chunked, Z[a:b], y[a:b]) for a, b in zip(bounds, bounds[1:]) if b > a]
-    )
+    p_chunks = predict_in_calls(chunked, Z, y, cuts)
     assert np.all(np.abs(p_chunks - p_whole) <= np.maximum(1e-10 * scale, tol))
     # fit equals streaming partial_fit
     fitted = make().fit(Z, y)
@@ -169,8 +175,16 @@ def test_block_routes_match_the_oracle_at_every_step_many_examples(data):
 
 
 # ---------------------------------------------------------------- the solver sweep's grid
-#: the data kinds of ``benchmarks/bench_solver_sweep.py``
-SWEEP_KINDS = ["gaussian", "rff", "constant_start", "zero_weights", "duplicates", "mixed_scales"]
+def _load_sweep():
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_solver_sweep.py"
+    spec = importlib.util.spec_from_file_location("bench_solver_sweep", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+#: ``benchmarks/bench_solver_sweep.py``: its data kinds and their generator
+SWEEP = _load_sweep()
 
 
 @st.composite
@@ -184,35 +198,9 @@ def sweep_streams(draw):
     D = draw(st.sampled_from([2, 64, N - 1, N, N + 1, 1024]))
     lam = draw(st.sampled_from([1.0, 0.999, 0.9]))
     alpha = draw(st.sampled_from([0.0, 1e-12, 1e-6, 0.1, 10.0]))
-    kind = draw(st.sampled_from(SWEEP_KINDS))
+    kind = draw(st.sampled_from(SWEEP.DATA))
     n = draw(st.integers(N // 2, 2 * N + 10))
-    seed = draw(st.integers(0, 2**32 - 1))
-    rng = np.random.default_rng(seed)
-    sw = None
-    if kind == "rff":
-        from sklearn_orfit import RandomFourierFeatures
-        from sklearn_orfit.datasets import make_abo_series, make_lagged
-
-        start = int(rng.integers(0, 200))
-        X, y = make_lagged(make_abo_series(start + n + 7, random_state=0), 7)
-        X, y = X[start:], np.asarray(y[start:], dtype=float)
-        Z = RandomFourierFeatures(D, sigma=0.5, random_state=seed % 1000).fit(X[:1]).transform(X)
-    else:
-        Z = rng.standard_normal((n, D))
-        y = Z @ (rng.standard_normal(D) / np.sqrt(D)) + 0.1 * rng.standard_normal(n)
-    if kind == "constant_start":
-        k = max(1, N // 4)
-        Z[1:k], y[1:k] = Z[0], y[0]
-    elif kind == "zero_weights":
-        sw = np.ones(n)
-        sw[rng.choice(n, size=int(round(0.2 * n)), replace=False)] = 0.0
-    elif kind == "duplicates" and n > 1:
-        for i in np.sort(rng.choice(np.arange(1, n), size=int(round(0.1 * n)), replace=False)):
-            j = int(rng.integers(max(0, i - N + 1), i))  # a row still in the window
-            Z[i], y[i] = Z[j], y[j]
-    elif kind == "mixed_scales":
-        s = (10.0 ** rng.integers(-100, 101, size=(n + 6) // 7).astype(float)).repeat(7)[:n]
-        Z, y = Z * s[:, None], y * s
+    Z, y, sw = SWEEP.make_data(kind, N, D, n, seed=draw(st.integers(0, 2**32 - 1)))
     cuts = sorted(draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4, unique=True)))
     return Z, y, sw, N, lam, alpha, cuts
 
@@ -224,11 +212,7 @@ def check_sweep_stream(data):
     rows of 1e100 is held to its own scale, not theirs."""
     Z, y, sw, N, lam, alpha, cuts = data
     reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
-    bounds = [0, *cuts, len(y)]
-    pred = np.concatenate([
-        prequential_predict(reg, Z[a:b], y[a:b], sample_weight=None if sw is None else sw[a:b])
-        for a, b in zip(bounds, bounds[1:]) if b > a
-    ])
+    pred = predict_in_calls(reg, Z, y, cuts, sw)
     assert np.all(np.isfinite(pred))
     params = dict(window_size=N, forgetting_factor=lam, alpha=alpha, sample_weight=sw)
     for t in range(len(y) + 1):
