@@ -21,14 +21,15 @@ rows). With ``r_p = L_A⁻¹ ẑ_p`` computed once per row, ``T_pq = r_p·r_q`` 
 so a prediction costs ``O(D·b + b³)`` and the coefficients one more triangular solve;
 ``C`` is factorised from scratch for every window (no recursion, no drift). A window
 whose condition estimate lies between :data:`GRAM_KAPPA_MAX` and
-:data:`KAPPA_REFINE_MAX` (or whose core's exceeds :data:`GRAM_KAPPA_MAX`) takes one
-step of refinement with its normal residual computed from its rows (corrected
-seminormal equations, ``O(N_eff·D)``, ``N_eff`` the rows not aged below rounding). Windows
-worse than that, or whose periphery so outweighs the core that Woodbury's subtraction
-cancels (``‖S_I‖·‖S_A⁻¹‖`` above :data:`WOODBURY_KAPPA_MAX`), go to the orthogonal route
-(:class:`SlidingR` for a window of at least ``2D`` rows, :class:`SlidingQR` otherwise).
-A ridge with forgetting refines only where each window's matrix is formed
-(:func:`direct_shifts`).
+:data:`KAPPA_REFINE_MAX` (or whose core's exceeds :data:`GRAM_KAPPA_MAX`, or whose
+periphery so outweighs the core that Woodbury's subtraction may lose more than
+``eps·1e9``: ``‖S_I‖·‖S_A⁻¹‖`` above :data:`WOODBURY_KAPPA_MAX`) takes one step of
+refinement with its normal residual computed from its rows (corrected seminormal
+equations, ``O(N_eff·D)``, ``N_eff`` the rows not aged below rounding); a ridge with
+forgetting solves for the correction as for the solution (each window's own matrix, or
+the iteration). Windows worse than that (``‖S_I‖·‖S_A⁻¹‖`` above
+:data:`WOODBURY_REFINE_MAX`) go to the orthogonal route (:class:`SlidingR` for a window
+of at least ``2D`` rows, :class:`SlidingQR` otherwise).
 """
 
 import numpy as np
@@ -49,6 +50,18 @@ __all__ = ["PrimalSolver", "direct_shifts", "primal_block_size"]
 #: ``D = 64``; windows of row blocks scaled 10^±3 whose periphery outweighs the core
 #: reached 10^11 and were wrong by 10^-4 relative while their probes read 10^5.
 WOODBURY_KAPPA_MAX = 1e9
+
+#: Largest ``‖S_I‖_F · ‖S_A⁻¹‖₁`` for which a window is refined against its rows (one
+#: step) rather than sent to the orthogonal route. A step computes the normal residual from
+#: the rows and solves for the correction through the same factor, whose relative rounding
+#: ``ε`` (about ``eps·‖S_I‖·‖S_A⁻¹‖``; 1e-4 measured at 1e11, above) it contracts the
+#: error by: after it, about ``ε² + eps·κ`` relative, ``ε² ≤ 1e-10`` here, below the
+#: oracle bound's floor of 1e-9. The estimate is an upper bound, loose by up to ``D``
+#: (1-norm and Frobenius norm against 2-norms): measured 10^9.0-10^9.1 on RFF windows of
+#: ``D = 512`` (σ = 0.5, ``N = 1000``, ``λ = 0.999``, ``α = 1e-6``) whose Gram condition
+#: estimates were 10^7.4-10^7.6, the core's about the same; before, all went to the
+#: orthogonal route (15 ms a row against 1.2 ms).
+WOODBURY_REFINE_MAX = 1e10
 
 #: Largest ``D`` for which a ridge with forgetting may form and factorise each window's own
 #: matrix ``P + δΣ`` (see :func:`direct_shifts`). Measured against the iteration (one BLAS
@@ -151,11 +164,10 @@ class _PrimalBlock(ReferenceWindow):
         # the core itself must be well conditioned (its factor is what every window's
         # solve and condition probe go through): LAPACK's 1-norm estimate, allowed the
         # factor D by which κ₁ may exceed κ₂, against the largest condition a window may
-        # have (KAPPA_REFINE_MAX where windows may be refined, else GRAM_KAPPA_MAX). Only
-        # windows of a core within GRAM_KAPPA_MAX may take the fast route: Woodbury's
-        # rounding grows with the core's condition, which the probes cannot see
-        refines = not self.forgets or self.direct  # (see PrimalSolver._solve_windows)
-        kappa_max = (KAPPA_REFINE_MAX if refines else GRAM_KAPPA_MAX) * D
+        # have (KAPPA_REFINE_MAX: windows may be refined). Only windows of a core within
+        # GRAM_KAPPA_MAX may take the fast route: Woodbury's rounding grows with the
+        # core's condition, which the probes cannot see
+        kappa_max = KAPPA_REFINE_MAX * D
         anorm = np.abs(S).sum(axis=0).max(initial=0.0)
         self.L, self.core_ok, self.inv_SA = cholesky(S, kappa_max=kappa_max, inverse_norm=True)
         self.core_fast = bool(self.core_ok and anorm * self.inv_SA <= GRAM_KAPPA_MAX * D)
@@ -442,15 +454,12 @@ class PrimalSolver(CoreBlockSolver):
                 with np.errstate(invalid="ignore", divide="ignore"):
                     kappa = blk.widen_kappa(kappa, delta, blk.n_ridge / norm)
                     woodbury = blk.widen_kappa(woodbury, delta, blk.n_ridge / norm)
-            if blk.forgets:
-                # window j's matrix is P + δΣ: refined against its rows where that matrix
-                # is formed and factorised window by window (blk.direct; see _refined)
-                refine = KAPPA_REFINE_MAX if blk.direct else 0.0
-            else:
-                refine = KAPPA_REFINE_MAX
             fast = (kappa <= GRAM_KAPPA_MAX) & blk.core_fast
-            r = np.where(fast, FAST, np.where(kappa <= refine, REFINE, ORTHOGONAL))
-            r[(woodbury > WOODBURY_KAPPA_MAX) | ~solved] = ORTHOGONAL
+            r = np.where(fast, FAST, np.where(kappa <= KAPPA_REFINE_MAX, REFINE, ORTHOGONAL))
+            # Woodbury's rounding eps·‖S_I‖·‖S_A⁻¹‖ (relative) is left to a refinement step
+            # up to WOODBURY_REFINE_MAX, beyond which the window goes to the orthogonal route
+            r[(r == FAST) & (woodbury > WOODBURY_KAPPA_MAX)] = REFINE
+            r[(woodbury > WOODBURY_REFINE_MAX) | ~solved] = ORTHOGONAL
             if blk.forgets:
                 fast = np.flatnonzero(r != ORTHOGONAL)
                 X, ok, direct = self._forgetting_ridge(blk, idx[fast], valid[fast], nu[fast], C[fast], wy[fast],
@@ -462,22 +471,28 @@ class PrimalSolver(CoreBlockSolver):
                     # ŷ/s = (ẑ/d)·x = r_newᵀ X,  X = Lᵀx
                     Rn = blk.R[:, new[sel][fast]]  # (D, nw)
                     pred[sel.start + fast] = np.einsum("dw,dwc->wc", Rn, X)
-                    k = np.flatnonzero(r[fast] == REFINE)  # (direct: each window's M and x)
+                    k = np.flatnonzero(ok & (r[fast] == REFINE))
                     if seg is not None and k.size:
                         w = fast[k]
-                        x, M = direct[0][k], direct[1][k]
                         ridge = (1.0 + delta[w])[:, None] * (blk.ridge * blk.d * blk.d)[None, :]
-                        beta = self._refine_windows(blk, idx[w], valid[w], seg, x / blk.d[None, :, None], ridge,
-                                                    lambda G, M=M: self._direct_solve(blk, M, G))
+                        if direct is not None:  # each window's matrix M and solution x
+                            x, M = direct[0][k], direct[1][k]
+                            beta = self._refine_windows(blk, idx[w], valid[w], seg, x / blk.d[None, :, None], ridge,
+                                                        lambda G, M=M: self._direct_solve(blk, M, G))
+                            good = np.ones(w.size, dtype=bool)
+                        else:  # the correction by the iteration (which may not converge)
+                            beta, good = self._refine_shifted(blk, idx[w], valid[w], seg, nu[w], C[w], delta[w],
+                                                              self._scaled_beta(blk, X[:, k]), ridge)
                         pred[sel.start + w] = np.einsum("wd,wdc->wc", seg["Zh"][new[sel][w] - seg["m0"]], beta)
-                        refined[w] = True
-                        route[sel.start + w] = FAST
+                        refined[w[good]] = True
+                        route[sel.start + w] = np.where(good, FAST, ORTHOGONAL)
                 for k in np.flatnonzero(ok):  # X: the fast windows' solutions
                     w = fast[k]
-                    if refined[w]:
+                    if refined[w] or route[sel.start + w] == ORTHOGONAL:
                         continue  # (the refined solution is not kept: see _segment's inert rows)
-                    if r[w] == REFINE:  # (direct: the window's own matrix and solution)
-                        parts[sel.start + w] = _Scaled(X[:, k], x=direct[0][k], M=direct[1][k], delta=delta[w])
+                    if r[w] == REFINE:  # the window's own matrix and solution, or its δ
+                        parts[sel.start + w] = (_Scaled(X[:, k], x=direct[0][k], M=direct[1][k], delta=delta[w])
+                                                if direct is not None else _Scaled(X[:, k], delta=delta[w]))
                     elif new is None or (keep is not None and keep[sel.start + w]):
                         parts[sel.start + w] = _Scaled(X[:, k])
                 continue
@@ -596,11 +611,43 @@ class PrimalSolver(CoreBlockSolver):
         # invariant after: Sβ = b to the rounding of g (computed from the rows)
         return beta + correct(G)
 
+    def _refine_shifted(self, blk, idx, valid, seg, nu, C, delta, beta, ridge):
+        """:meth:`_refine_windows` for a ridge with forgetting solved by the iteration:
+        the correction ``(P + δΣ)⁻¹g`` by :meth:`_shifted_solve`. Returns the refined
+        ``β`` ``(nw, D, c)`` and which windows' corrections converged (the others are for
+        the orthogonal route)."""
+        good = np.ones(idx.shape[0], dtype=bool)
+
+        def correct(G):
+            dbeta, ok = self._shifted_solve(blk, idx, valid, nu, C, delta, G)
+            good[:] = ok
+            return dbeta
+
+        return self._refine_windows(blk, idx, valid, seg, beta, ridge, correct), good
+
+    def _scaled_beta(self, blk, X):
+        """``β = d⁻¹ L⁻ᵀ X`` of windows' ``X = Lᵀ(dβ)`` ``(D, nw, c)``, as ``(nw, D, c)``."""
+        D, nw, c = X.shape
+        beta = lapack.dtrtrs(blk.L, X.reshape(D, nw * c), lower=1, trans=1)[0] / blk.d[:, None]
+        return np.moveaxis(beta.reshape(D, nw, c), 0, 1)
+
     def _refined(self, blk, lo, hi, nu_m, k=None):
         """One step of refinement of the window ``core + periphery[lo, hi)`` against its
         rows, all in the ring (see :meth:`_window_beta`): :meth:`_refine_windows` for
-        one window. Returns ``k·β`` (``k`` the new row, unit) or ``β``."""
+        one window. Returns ``k·β`` (``k`` the new row, unit) or ``β``; None when the
+        correction of a ridge with forgetting did not converge (the window is then for
+        the orthogonal route)."""
         idx, valid = np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool)
+        empty = dict(m0=hi, Zh=np.zeros((0, self.D)))  # (every position in the ring)
+        if isinstance(nu_m, _Scaled) and nu_m.M is None:
+            # a ridge with forgetting solved by the iteration: the correction by it too
+            ridge = (1.0 + nu_m.delta) * blk.ridge * blk.d * blk.d
+            beta, good = self._refine_shifted(
+                blk, idx, valid, empty, blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None],
+                np.array([nu_m.delta]), self._scaled_beta(blk, nu_m.X[:, None]), ridge[None])
+            if not good[0]:
+                return None
+            return k @ beta[0] if k is not None else beta[0]
         if isinstance(nu_m, _Scaled):
             # a ridge with forgetting: the window's matrix M = P + δΣ and its solution x = dβ
             beta, delta = nu_m.x / blk.d[:, None], nu_m.delta
@@ -615,7 +662,6 @@ class PrimalSolver(CoreBlockSolver):
                 return self._woodbury_solve(blk, idx, valid, nu, C, G)
 
         ridge = (1.0 + delta) * blk.ridge * blk.d * blk.d
-        empty = dict(m0=hi, Zh=np.zeros((0, self.D)))  # (every position in the ring)
         beta = self._refine_windows(blk, idx, valid, empty, beta[None], ridge[None], correct)[0]
         return k @ beta if k is not None else beta
 
@@ -633,16 +679,40 @@ class PrimalSolver(CoreBlockSolver):
         """
         if blk.direct:
             return self._forgetting_ridge_direct(blk, idx, valid, nu, wy, delta)
-        nw, H = idx.shape
+        # X₀ = Lᵀx₀ = h_I − R_I ν C⁻¹ ν R_Iᵀ h_I,  h_I = h_A + R_I (w s y)_I
+        X0 = np.tile(blk.h, idx.shape[0]) + blk.R @ self._scatter(blk, idx, valid, wy - nu[:, :, None] * m_y)
+        X, ok = self._shifted(blk, idx, valid, nu, np.linalg.inv(C) if idx.shape[0] else C, X0, delta)
+        return X, ok, None
+
+    def _shifted_solve(self, blk, idx, valid, nu, C, delta, G):
+        """``(P + δ_w Σ)⁻¹ g_w`` for windows ``w`` (``G`` of shape ``(nw, D, c)``,
+        unscaled), by the iteration of :meth:`_forgetting_ridge` started from the
+        window's fast solve ``P⁻¹g`` (:meth:`_woodbury_solve`): the correction of a
+        refinement step. Returns the solutions ``(nw, D, c)`` and which windows
+        converged."""
+        nw, c, D = idx.shape[0], self.c, self.D
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+        Cinv = np.linalg.inv(C) if nw else C
+        # X₀ = Lᵀ P⁻¹(g/d) = u − R_I ν C⁻¹ ν R_Iᵀ u,  u = L⁻¹(g/d)
+        u = blk._fwd(np.moveaxis(G, 0, 1).reshape(D, nw * c) / blk.d[:, None])
+        t = (blk.R.T @ u).reshape(-1, nw, c)[idx, w_of] * (nu * valid)[:, :, None]
+        X0 = u - blk.R @ self._scatter(blk, idx, valid, nu[:, :, None] * (Cinv @ t))
+        X, ok = self._shifted(blk, idx, valid, nu, Cinv, X0, delta)
+        dbeta = lapack.dtrtrs(blk.L, X.reshape(D, nw * c), lower=1, trans=1)[0] / blk.d[:, None]
+        return np.moveaxis(dbeta.reshape(D, nw, c), 0, 1), ok
+
+    def _shifted(self, blk, idx, valid, nu, Cinv, X0, delta):
+        """``(I + δ P⁻¹Σ) x = x₀`` on ``X = Lᵀx`` for the windows of ``idx``
+        (:func:`~._kernels.solve_shifted`), ``X0`` of shape ``(D, nw·c)``; ``Cinv`` the
+        windows' inverse capacitance matrices. Returns ``X`` ``(D, nw, c)`` and which
+        windows converged."""
+        nw = idx.shape[0]
         c, D, P = self.c, self.D, blk.slot.size
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
 
         def scatter(v):  # (nw, H, c) → (P, nw·c), zero outside each window
             return self._scatter(blk, idx, valid, v)
 
-        Cinv = np.linalg.inv(C) if nw else C  # C = I + ν T ν ⪰ I
-        # X₀ = Lᵀx₀ = h_I − R_I ν C⁻¹ ν R_Iᵀ h_I,  h_I = h_A + R_I (w s y)_I
-        X0 = np.tile(blk.h, nw) + blk.R @ scatter(wy - nu[:, :, None] * m_y)
         ridge = blk.ridge[:, None]
 
         def apply_M(x):
@@ -658,7 +728,7 @@ class PrimalSolver(CoreBlockSolver):
             return [np.repeat(v, c)[None, :]]
 
         (X,), ok = solve_shifted(apply_M, [X0], spread(delta), size, spread=spread)
-        return X.reshape(D, nw, c), ok, None
+        return X.reshape(D, nw, c), ok
 
     def _forgetting_ridge_direct(self, blk, idx, valid, nu, wy, delta):
         """A ridge with forgetting at small ``D``: each window's matrix, factorised.
