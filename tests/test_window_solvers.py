@@ -1364,11 +1364,75 @@ def test_primal_refinement_residual_is_scale_free():
             idx, valid = np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool)
             nu, C = blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None]
             seg = dict(m0=hi, Zh=np.zeros((0, D)), s=np.zeros(0), Y=np.zeros((0, 1)))
-            refined = solver._refine_windows(blk, idx, valid, seg, beta, np.zeros((1, D)),
-                                             lambda G: solver._woodbury_solve(blk, idx, valid, nu, C, G))
+            refined = solver._refine_step(blk, idx, valid, seg, beta, np.zeros((1, D)),
+                                          lambda G: solver._woodbury_solve(blk, idx, valid, nu, C, G))
         corrections.append((refined - beta).ravel())
     np.testing.assert_allclose(corrections[0], -1e-3, rtol=1e-4)
     np.testing.assert_allclose(corrections[1], corrections[0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("spread, lam", [(5.5, 1.0), (5.0, 0.97)])
+def test_primal_refinement_beyond_one_step_matches_oracle(spread, lam):
+    # singular values spread over 10^5-10^5.5: Gram condition estimates between
+    # KAPPA_REFINE_MAX and KAPPA_REFINE_TWICE, where the primal route used to send every
+    # window to the orthogonal route (399 of 399); now refined (two steps where the first
+    # corrects more than SECOND_STEP_MIN), in calls and through coef_ alone
+    D, N, T = 16, 200, 400
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
+    Z = rng.normal(size=(T, D)) * np.logspace(0, -spread, D) @ Q
+    y = Z @ rng.normal(size=D) + 0.01 * rng.normal(size=T)
+    solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=0.0)
+    pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 133), (133, 134), (134, T)]])
+    assert solver.n_refined > 300 and solver.n_orthogonal < 40  # (the fill: fewer rows than 2D)
+    assert_oracle(pred, Z, y, N, lam, 0.0)
+    solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=0.0)
+    solver.update(Z[:1], y[:1, None], predict=False)
+    for t in range(1, T):
+        pred[t] = Z[t] @ solver.coef()
+        solver.update(Z[t : t + 1], y[t : t + 1, None], predict=False)
+    assert solver.n_refined > 300
+    assert_oracle(pred, Z, y, N, lam, 0.0)
+
+
+def test_primal_second_refinement_step():
+    # a window of Gram condition ≈ 1e12 (κ(Ã) ≈ 1.1e6) refined from a solution 1e-3 off:
+    # the first step leaves 9.5e-4 of the oracle bound (100·eps·κ), the second 6.7e-6;
+    # from the window's own solution the first correction is below SECOND_STEP_MIN and
+    # no second step is taken
+    from sklearn_orfit.abo._primal_solver import SECOND_STEP_MIN
+
+    D, N, T = 16, 60, 100
+    rng = np.random.default_rng(0)
+    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
+    Z = rng.normal(size=(T, D)) * np.logspace(0, -6.0, D) @ Q
+    y = Z @ rng.normal(size=D) + 0.01 * rng.normal(size=T)
+    ref = np.linalg.lstsq(Z[T - N :], y[T - N :], rcond=None)[0]
+    s = np.linalg.svd(Z[T - N :], compute_uv=False)
+    bound = 100 * EPS * s[0] / s[-1] * np.abs(Z[T - N :] @ ref).max()
+    solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=1.0, alpha=0.0)
+    solver.update(Z, y[:, None], predict=False)
+    blk = solver._block()
+    lo, hi = blk.dropped, blk.m
+    idx, valid = np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool)
+    nu, C = blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None]
+    seg = dict(m0=hi, Zh=np.zeros((0, D)), s=np.zeros(0), Y=np.zeros((0, 1)))
+    steps = []
+    inner = solver._refine_step
+    solver._refine_step = lambda *a: steps.append(1) or inner(*a)
+
+    def refine(beta, two):
+        steps.clear()
+        return solver._refine_windows(blk, idx, valid, seg, beta[None, :, None], np.zeros((1, D)),
+                                      lambda G, j: solver._woodbury_solve(blk, idx[j], valid[j], nu[j], C[j], G),
+                                      np.array([two]))[0, :, 0]
+
+    off = ref * (1 + 1e-3 * rng.normal(size=D))
+    err = {two: np.abs(Z[T - N :] @ (refine(off, two) - ref)).max() / bound for two in (False, True)}
+    assert len(steps) == 2
+    assert err[True] < 0.1 * err[False] and err[False] < 1e-2
+    refine(ref, True)
+    assert len(steps) == 1 and SECOND_STEP_MIN < 1e-6
 
 
 @pytest.mark.parametrize("row_scale, target", [(5e-324, 1.0), (1e-200, 1e120), (1e-160, 1e160)])

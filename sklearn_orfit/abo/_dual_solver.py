@@ -37,7 +37,7 @@ from scipy.linalg import lapack
 from .._docstrings import fill_doc
 from ._window import normalise_rows
 from ._kernels import (
-    GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, cholesky, lstsq_cutoff, solve_shifted, solve_stack,
+    GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, cholesky, lstsq_cutoff, solve_shifted, solve_stack,
 )
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
@@ -49,13 +49,6 @@ __all__ = ["DualSolver", "default_block_size", "direct_block_size", "iteration_b
 _EPS = np.finfo(np.float64).eps
 # a ridge shift α/s² above this decouples the row: its influence is below rounding
 _SHIFT_MAX = 1e200
-
-#: Windows whose Gram condition estimate lies between :data:`~._kernels.KAPPA_REFINE_MAX`
-#: and this take two steps of refinement (:meth:`DualSolver._refine_beta`; with a ridge and
-#: forgetting on the block's iteration, :meth:`DualSolver._forgetting_refine`), not the
-#: orthogonal route: one step leaves about ``(κ·eps)²`` of the Gram route's error, two
-#: ``(κ·eps)³``
-KAPPA_REFINE_TWICE = 1e12
 
 #: Largest number of window rows for which a ridge with forgetting may form and solve each
 #: window's own matrix ``P + δΣ`` (see :meth:`DualSolver._direct_block_size`): this many,

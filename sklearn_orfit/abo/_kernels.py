@@ -63,8 +63,14 @@ GRAM_KAPPA_MAX = 1e6
 #: GRAM_KAPPA_MAX and this take one step of refinement with the residual computed from
 #: the rows themselves (corrected seminormal equations): the step contracts the Gram
 #: route's error by about κ·eps ≤ 2e-7; measured within the oracle bound up to that limit.
-#: The dual route takes a second step up to its ``KAPPA_REFINE_TWICE``.
+#: Between it and :data:`KAPPA_REFINE_TWICE` they take two.
 KAPPA_REFINE_MAX = 1e9
+
+#: Windows whose Gram condition estimate lies between :data:`KAPPA_REFINE_MAX` and this
+#: take two steps of refinement (dual and primal routes; with a ridge and forgetting on the
+#: block's iteration too), not the orthogonal route: one step leaves about ``(κ·eps)²`` of
+#: the Gram route's error, two ``(κ·eps)³``
+KAPPA_REFINE_TWICE = 1e12
 
 #: Steps of :func:`solve_shifted` before a window is sent to the orthogonal route (with
 #: shifts within 1.25 of the reference its error falls by at least 9 a step: ≈ 17 steps

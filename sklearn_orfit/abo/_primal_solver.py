@@ -27,16 +27,19 @@ periphery so outweighs the core that Woodbury's subtraction may lose more than
 refinement with its normal residual computed from its rows (corrected seminormal
 equations, ``O(N_eff·D)``, ``N_eff`` the rows not aged below rounding); a ridge with
 forgetting solves for the correction as for the solution (each window's own matrix, or
-the iteration). Windows worse than that (``‖S_I‖·‖S_A⁻¹‖`` above
-:data:`WOODBURY_REFINE_MAX`) go to the orthogonal route (:class:`SlidingR` for a window
-of at least ``2D`` rows, :class:`SlidingQR` otherwise).
+the iteration). Up to :data:`KAPPA_REFINE_TWICE` (and :data:`WOODBURY_REFINE_TWICE`) a
+window whose first correction is not below rounding's reach (:data:`SECOND_STEP_MIN`)
+takes a second step. Windows worse than that go to the orthogonal route
+(:class:`SlidingR` for a window of at least ``2D`` rows, :class:`SlidingQR` otherwise).
 """
 
 import numpy as np
 from scipy.linalg import lapack
 
 from .._docstrings import fill_doc
-from ._kernels import EPS, GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, cholesky, probes, solve_shifted, solve_stack
+from ._kernels import (
+    EPS, GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, cholesky, probes, solve_shifted, solve_stack,
+)
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
     forgetting_block_size, weight_block_size,
@@ -51,17 +54,34 @@ __all__ = ["PrimalSolver", "direct_shifts", "primal_block_size"]
 #: reached 10^11 and were wrong by 10^-4 relative while their probes read 10^5.
 WOODBURY_KAPPA_MAX = 1e9
 
-#: Largest ``‖S_I‖_F · ‖S_A⁻¹‖₁`` for which a window is refined against its rows (one
-#: step) rather than sent to the orthogonal route. A step computes the normal residual from
-#: the rows and solves for the correction through the same factor, whose relative rounding
-#: ``ε`` (about ``eps·‖S_I‖·‖S_A⁻¹‖``; 1e-4 measured at 1e11, above) it contracts the
-#: error by: after it, about ``ε² + eps·κ`` relative, ``ε² ≤ 1e-10`` here, below the
-#: oracle bound's floor of 1e-9. The estimate is an upper bound, loose by up to ``D``
-#: (1-norm and Frobenius norm against 2-norms): measured 10^9.0-10^9.1 on RFF windows of
-#: ``D = 512`` (σ = 0.5, ``N = 1000``, ``λ = 0.999``, ``α = 1e-6``) whose Gram condition
-#: estimates were 10^7.4-10^7.6, the core's about the same; before, all went to the
-#: orthogonal route (15 ms a row against 1.2 ms).
+#: Largest ``‖S_I‖_F · ‖S_A⁻¹‖₁`` for which a window is refined against its rows with one
+#: step rather than two. A step computes the normal residual from the rows and solves for
+#: the correction through the same factor, whose relative rounding ``ε`` (about
+#: ``eps·‖S_I‖·‖S_A⁻¹‖``; 1e-4 measured at 1e11, above) it contracts the error by: after
+#: one step about ``ε² + eps·κ`` relative, ``ε² ≤ 1e-10`` here, below the oracle bound's
+#: floor of 1e-9. The estimate is an upper bound, loose by up to ``D`` (1-norm and
+#: Frobenius norm against 2-norms): measured 10^9.0-10^9.1 on RFF windows of ``D = 512``
+#: (σ = 0.5, ``N = 1000``, ``λ = 0.999``, ``α = 1e-6``) whose Gram condition estimates were
+#: 10^7.4-10^7.6, the core's about the same; before, all went to the orthogonal route
+#: (15 ms a row against 1.2 ms).
 WOODBURY_REFINE_MAX = 1e10
+
+#: Up to this, two steps (``ε³``, ``ε ≈ 1e-3`` at most); beyond it the orthogonal route.
+#: Measured 10^10.6-10^11.7 on the same windows with ``λ = 0.99``, ``α = 0`` (Gram
+#: condition estimates 10^9.1-10^9.6, the core's 10^10.6-10^11.3): it is the core's
+#: condition, not a periphery outweighing it.
+WOODBURY_REFINE_TWICE = 1e12
+
+#: A window that may take two refinement steps takes the second only when the first
+#: changed ``β`` by more than this relative to ``max |β|``: the first step's correction
+#: is about the error it removed, and what is left after it is ``ε`` times that, ``ε``
+#: the correction's relative rounding (at most about 1e-3 here): below 1e-10 relative
+#: without a second step. Measured on RFF windows (``N = 1000``, ``D = 512``,
+#: ``λ = 0.99``, ``α = 0``), whose first corrections were 10^-8.0-10^-6.9 of ``max |β|``,
+#: and on windows of singular values spread over 10^5-10^5.8: a second step for every
+#: such window left the error against the oracle as the first had (0.0127 bound units;
+#: 1e-5), at 1.3× the time a row.
+SECOND_STEP_MIN = 1e-7
 
 #: Largest ``D`` for which a ridge with forgetting may form and factorise each window's own
 #: matrix ``P + δΣ`` (see :func:`direct_shifts`). Measured against the iteration (one BLAS
@@ -164,10 +184,10 @@ class _PrimalBlock(ReferenceWindow):
         # the core itself must be well conditioned (its factor is what every window's
         # solve and condition probe go through): LAPACK's 1-norm estimate, allowed the
         # factor D by which κ₁ may exceed κ₂, against the largest condition a window may
-        # have (KAPPA_REFINE_MAX: windows may be refined). Only windows of a core within
-        # GRAM_KAPPA_MAX may take the fast route: Woodbury's rounding grows with the
-        # core's condition, which the probes cannot see
-        kappa_max = KAPPA_REFINE_MAX * D
+        # have (KAPPA_REFINE_TWICE: windows may be refined twice). Only windows of a core
+        # within GRAM_KAPPA_MAX may take the fast route: Woodbury's rounding grows with
+        # the core's condition, which the probes cannot see
+        kappa_max = KAPPA_REFINE_TWICE * D
         anorm = np.abs(S).sum(axis=0).max(initial=0.0)
         self.L, self.core_ok, self.inv_SA = cholesky(S, kappa_max=kappa_max, inverse_norm=True)
         self.core_fast = bool(self.core_ok and anorm * self.inv_SA <= GRAM_KAPPA_MAX * D)
@@ -454,12 +474,12 @@ class PrimalSolver(CoreBlockSolver):
                 with np.errstate(invalid="ignore", divide="ignore"):
                     kappa = blk.widen_kappa(kappa, delta, blk.n_ridge / norm)
                     woodbury = blk.widen_kappa(woodbury, delta, blk.n_ridge / norm)
-            fast = (kappa <= GRAM_KAPPA_MAX) & blk.core_fast
-            r = np.where(fast, FAST, np.where(kappa <= KAPPA_REFINE_MAX, REFINE, ORTHOGONAL))
-            # Woodbury's rounding eps·‖S_I‖·‖S_A⁻¹‖ (relative) is left to a refinement step
-            # up to WOODBURY_REFINE_MAX, beyond which the window goes to the orthogonal route
-            r[(r == FAST) & (woodbury > WOODBURY_KAPPA_MAX)] = REFINE
-            r[(woodbury > WOODBURY_REFINE_MAX) | ~solved] = ORTHOGONAL
+            fast = (kappa <= GRAM_KAPPA_MAX) & blk.core_fast & (woodbury <= WOODBURY_KAPPA_MAX)
+            # refined: one step, or two where the condition estimate or Woodbury's rounding
+            # eps·‖S_I‖·‖S_A⁻¹‖ (relative) is larger; beyond, the orthogonal route
+            two = (kappa > KAPPA_REFINE_MAX) | (woodbury > WOODBURY_REFINE_MAX)
+            r = np.where(fast, FAST, REFINE)
+            r[(kappa > KAPPA_REFINE_TWICE) | (woodbury > WOODBURY_REFINE_TWICE) | ~solved] = ORTHOGONAL
             if blk.forgets:
                 fast = np.flatnonzero(r != ORTHOGONAL)
                 X, ok, direct = self._forgetting_ridge(blk, idx[fast], valid[fast], nu[fast], C[fast], wy[fast],
@@ -478,11 +498,11 @@ class PrimalSolver(CoreBlockSolver):
                         if direct is not None:  # each window's matrix M and solution x
                             x, M = direct[0][k], direct[1][k]
                             beta = self._refine_windows(blk, idx[w], valid[w], seg, x / blk.d[None, :, None], ridge,
-                                                        lambda G, M=M: self._direct_solve(blk, M, G))
+                                                        lambda G, j, M=M: self._direct_solve(blk, M[j], G), two[w])
                             good = np.ones(w.size, dtype=bool)
                         else:  # the correction by the iteration (which may not converge)
                             beta, good = self._refine_shifted(blk, idx[w], valid[w], seg, nu[w], C[w], delta[w],
-                                                              self._scaled_beta(blk, X[:, k]), ridge)
+                                                              self._scaled_beta(blk, X[:, k]), ridge, two[w])
                         pred[sel.start + w] = np.einsum("wd,wdc->wc", seg["Zh"][new[sel][w] - seg["m0"]], beta)
                         refined[w[good]] = True
                         route[sel.start + w] = np.where(good, FAST, ORTHOGONAL)
@@ -491,8 +511,9 @@ class PrimalSolver(CoreBlockSolver):
                     if refined[w] or route[sel.start + w] == ORTHOGONAL:
                         continue  # (the refined solution is not kept: see _segment's inert rows)
                     if r[w] == REFINE:  # the window's own matrix and solution, or its δ
-                        parts[sel.start + w] = (_Scaled(X[:, k], x=direct[0][k], M=direct[1][k], delta=delta[w])
-                                                if direct is not None else _Scaled(X[:, k], delta=delta[w]))
+                        parts[sel.start + w] = (
+                            _Scaled(X[:, k], x=direct[0][k], M=direct[1][k], delta=delta[w], two=two[w])
+                            if direct is not None else _Scaled(X[:, k], delta=delta[w], two=two[w]))
                     elif new is None or (keep is not None and keep[sel.start + w]):
                         parts[sel.start + w] = _Scaled(X[:, k])
                 continue
@@ -507,14 +528,17 @@ class PrimalSolver(CoreBlockSolver):
                     beta = self._refine_windows(
                         blk, idx[w], valid[w], seg, self._betas(blk, idx[w], valid[w], nu[w], wy[w], m_y[w]),
                         np.broadcast_to(blk.ridge * blk.d * blk.d, (w.size, self.D)),
-                        lambda G, w=w: self._woodbury_solve(blk, idx[w], valid[w], nu[w], C[w], G))
+                        lambda G, j, w=w: self._woodbury_solve(blk, idx[w][j], valid[w][j], nu[w][j], C[w][j], G),
+                        two[w])
                     pred[sel.start + w] = np.einsum("wd,wdc->wc", seg["Zh"][new[sel][w] - seg["m0"]], beta)
                     refined[w] = True
                     route[sel.start + w] = FAST
             for w, i in enumerate(range(sel.start, sel.stop)):
                 if refined[w]:
                     continue  # (the refined solution is not kept: see _segment's inert rows)
-                if new is None or r[w] == REFINE or (keep is not None and keep[i]):
+                if r[w] == REFINE:  # (with the number of steps it takes)
+                    parts[i] = _Refine((nu[w][:, None] * m_y[w])[valid[w]], two[w])
+                elif new is None or (keep is not None and keep[i]):
                     parts[i] = (nu[w][:, None] * m_y[w])[valid[w]]
         return route, pred, parts
 
@@ -551,7 +575,27 @@ class PrimalSolver(CoreBlockSolver):
         (a ridge with forgetting, :meth:`_forgetting_ridge_direct`): ``d⁻¹ M⁻¹ (g/d)``."""
         return solve_stack(M, G / blk.d[None, :, None])[0] / blk.d[None, :, None]
 
-    def _refine_windows(self, blk, idx, valid, seg, beta, ridge, correct):
+    def _refine_windows(self, blk, idx, valid, seg, beta, ridge, correct, two):
+        """Refinement of windows against their rows: one step (:meth:`_refine_step`),
+        then a second for the windows ``two`` whose first correction was above
+        :data:`SECOND_STEP_MIN` of ``max |β|``. ``correct(G, j)`` solves the matrices of
+        the windows ``j`` (an index array) for their residuals ``G``. Returns the
+        refined ``β``."""
+        self.n_refined += idx.shape[0]
+        j = np.arange(idx.shape[0])
+        first = self._refine_step(blk, idx, valid, seg, beta, ridge, lambda G: correct(G, j))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            step = np.abs(first - beta).max(axis=(1, 2), initial=0.0)
+            size = np.abs(first).max(axis=(1, 2), initial=0.0)
+            # (a step that is not finite is taken again)
+            two = np.asarray(two) & ~(step <= SECOND_STEP_MIN * size)
+        beta = first
+        j = np.flatnonzero(two)
+        if j.size:
+            beta[j] = self._refine_step(blk, idx[j], valid[j], seg, beta[j], ridge[j], lambda G: correct(G, j))
+        return beta
+
+    def _refine_step(self, blk, idx, valid, seg, beta, ridge, correct):
         """One step of refinement of windows against their rows (corrected seminormal
         equations), as matrix products: ``β ← β + S⁻¹ g`` with the normal residual
         computed from the rows themselves::
@@ -572,7 +616,6 @@ class PrimalSolver(CoreBlockSolver):
         """
         buf, m0, c, D = self.buf, seg["m0"], self.c, self.D
         nw = idx.shape[0]
-        self.n_refined += nw
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
         in_ring, in_seg = (idx < m0) & valid, (idx >= m0) & valid
         # each window's terms by ring slot and by segment row (zero outside it): the
@@ -611,19 +654,19 @@ class PrimalSolver(CoreBlockSolver):
         # invariant after: Sβ = b to the rounding of g (computed from the rows)
         return beta + correct(G)
 
-    def _refine_shifted(self, blk, idx, valid, seg, nu, C, delta, beta, ridge):
+    def _refine_shifted(self, blk, idx, valid, seg, nu, C, delta, beta, ridge, two):
         """:meth:`_refine_windows` for a ridge with forgetting solved by the iteration:
         the correction ``(P + δΣ)⁻¹g`` by :meth:`_shifted_solve`. Returns the refined
         ``β`` ``(nw, D, c)`` and which windows' corrections converged (the others are for
         the orthogonal route)."""
         good = np.ones(idx.shape[0], dtype=bool)
 
-        def correct(G):
-            dbeta, ok = self._shifted_solve(blk, idx, valid, nu, C, delta, G)
-            good[:] = ok
+        def correct(G, j):
+            dbeta, ok = self._shifted_solve(blk, idx[j], valid[j], nu[j], C[j], delta[j], G)
+            good[j] &= ok
             return dbeta
 
-        return self._refine_windows(blk, idx, valid, seg, beta, ridge, correct), good
+        return self._refine_windows(blk, idx, valid, seg, beta, ridge, correct, two), good
 
     def _scaled_beta(self, blk, X):
         """``β = d⁻¹ L⁻ᵀ X`` of windows' ``X = Lᵀ(dβ)`` ``(D, nw, c)``, as ``(nw, D, c)``."""
@@ -632,19 +675,20 @@ class PrimalSolver(CoreBlockSolver):
         return np.moveaxis(beta.reshape(D, nw, c), 0, 1)
 
     def _refined(self, blk, lo, hi, nu_m, k=None):
-        """One step of refinement of the window ``core + periphery[lo, hi)`` against its
-        rows, all in the ring (see :meth:`_window_beta`): :meth:`_refine_windows` for
-        one window. Returns ``k·β`` (``k`` the new row, unit) or ``β``; None when the
-        correction of a ridge with forgetting did not converge (the window is then for
-        the orthogonal route)."""
+        """Refinement of the window ``core + periphery[lo, hi)`` against its rows, all in
+        the ring (see :meth:`_window_beta`): :meth:`_refine_windows` for one window, with
+        the steps its part records (:class:`_Scaled` or :class:`_Refine`). Returns ``k·β``
+        (``k`` the new row, unit) or ``β``; None when the correction of a ridge with
+        forgetting did not converge (the window is then for the orthogonal route)."""
         idx, valid = np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool)
         empty = dict(m0=hi, Zh=np.zeros((0, self.D)))  # (every position in the ring)
+        two = np.array([nu_m.two])
         if isinstance(nu_m, _Scaled) and nu_m.M is None:
             # a ridge with forgetting solved by the iteration: the correction by it too
             ridge = (1.0 + nu_m.delta) * blk.ridge * blk.d * blk.d
             beta, good = self._refine_shifted(
                 blk, idx, valid, empty, blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None],
-                np.array([nu_m.delta]), self._scaled_beta(blk, nu_m.X[:, None]), ridge[None])
+                np.array([nu_m.delta]), self._scaled_beta(blk, nu_m.X[:, None]), ridge[None], two)
             if not good[0]:
                 return None
             return k @ beta[0] if k is not None else beta[0]
@@ -652,17 +696,17 @@ class PrimalSolver(CoreBlockSolver):
             # a ridge with forgetting: the window's matrix M = P + δΣ and its solution x = dβ
             beta, delta = nu_m.x / blk.d[:, None], nu_m.delta
 
-            def correct(G):
+            def correct(G, j):
                 return self._direct_solve(blk, nu_m.M[None], G)
         else:
-            beta, delta = self._coef(blk, nu_m, lo, hi), 0.0
+            beta, delta = self._coef(blk, nu_m.m, lo, hi), 0.0
             nu, C = blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None]
 
-            def correct(G):
+            def correct(G, j):
                 return self._woodbury_solve(blk, idx, valid, nu, C, G)
 
         ridge = (1.0 + delta) * blk.ridge * blk.d * blk.d
-        beta = self._refine_windows(blk, idx, valid, empty, beta[None], ridge[None], correct)[0]
+        beta = self._refine_windows(blk, idx, valid, empty, beta[None], ridge[None], correct, two)[0]
         return k @ beta if k is not None else beta
 
     def _forgetting_ridge(self, blk, idx, valid, nu, C, wy, m_y, delta):
@@ -765,7 +809,16 @@ class PrimalSolver(CoreBlockSolver):
 
 class _Scaled:
     """``X = Lᵀ(dβ)`` of one window of a block (a ridge with forgetting); for a window to
-    refine, also ``x = dβ``, its matrix ``M`` (``P + δΣ``, scaled) and ``δ``."""
+    refine, also ``δ``, whether it takes two steps and, solved directly, ``x = dβ`` and
+    its matrix ``M`` (``P + δΣ``, scaled)."""
 
-    def __init__(self, X, *, x=None, M=None, delta=0.0):
-        self.X, self.x, self.M, self.delta = X, x, M, delta
+    def __init__(self, X, *, x=None, M=None, delta=0.0, two=False):
+        self.X, self.x, self.M, self.delta, self.two = X, x, M, delta, bool(two)
+
+
+class _Refine:
+    """The periphery part ``m`` of a window to refine (see :meth:`PrimalSolver._coef`),
+    and whether it takes two steps."""
+
+    def __init__(self, m, two):
+        self.m, self.two = m, bool(two)
