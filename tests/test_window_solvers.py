@@ -56,6 +56,26 @@ def assert_oracle(pred, Z, y, N, lam, alpha, factor=100 * EPS, start=0):
     return o_beta, kappa
 
 
+def spread_stream(T, D, spread, seed=0):
+    """Rows with singular values spread over ``10^spread`` (a random rotation of scaled
+    Gaussian columns), targets of a linear model plus noise, and the generator."""
+    rng = np.random.default_rng(seed)
+    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
+    Z = rng.normal(size=(T, D)) * np.logspace(0, -spread, D) @ Q
+    return Z, Z @ rng.normal(size=D) + 0.01 * rng.normal(size=T), rng
+
+
+def last_window(solver):
+    """The current window of a primal solver as one window of its block: ``(blk, idx,
+    valid, nu, C, seg)`` for the refinement's methods (every row in the ring)."""
+    blk = solver._block()
+    lo, hi = blk.dropped, blk.m
+    idx, valid = np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool)
+    nu, C = blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None]
+    seg = dict(m0=hi, Zh=np.zeros((0, solver.D)), s=np.zeros(0), Y=np.zeros((0, 1)))
+    return blk, idx, valid, nu, C, seg
+
+
 # ---------------------------------------------------------------------- SlidingQR
 @pytest.mark.parametrize("lam", [1.0, 0.9])
 @pytest.mark.parametrize("kind", ["generic", "low_rank", "zero_rows", "duplicated"])
@@ -503,10 +523,7 @@ def test_primal_refinement_route_matches_oracle(lam, alpha, spread):
     # (1.0, 1e-9) and (0.95, 1e-9) are 8 and 4 bound units off; refined, about 1e-5 —
     # in calls (windows refined together) and through coef_ (one window alone)
     D, N, T = 16, 60, 400
-    rng = np.random.default_rng(0)
-    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
-    Z = rng.normal(size=(T, D)) * np.logspace(0, -spread, D) @ Q
-    y = Z @ rng.normal(size=D) + 0.01 * rng.normal(size=T)
+    Z, y, rng = spread_stream(T, D, spread)
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
     pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 150), (150, 151), (151, T)]])
     assert solver.n_refined > 300 and solver.n_orthogonal < 30
@@ -531,10 +548,7 @@ def test_primal_forgetting_ridge_refinement_route_matches_oracle(N, D, alpha, or
     # are within 2.6e-5 and 9.7e-7 of 100·eps·κ (no 1e-9 floor); without the correction
     # 8.5e-3 and 2.1e-3, above the 3e-4 checked here
     lam, T = 0.95, 400
-    rng = np.random.default_rng(0)
-    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
-    Z = rng.normal(size=(T, D)) * np.logspace(0, -3.5, D) @ Q
-    y = Z @ rng.normal(size=D) + 0.01 * rng.normal(size=T)
+    Z, y, rng = spread_stream(T, D, 3.5)
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
     assert not solver.direct
     pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 133), (133, 134), (134, T)]])
@@ -1347,10 +1361,7 @@ def test_primal_refinement_residual_is_scale_free():
     # unit row). Formed as w·s·(y − s ẑ·β), w = λ^age/c0 underflowed at this scale,
     # every row was left out and the correction was 0
     D, N, T = 16, 60, 100
-    rng = np.random.default_rng(0)
-    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
-    Z = rng.normal(size=(T, D)) * np.logspace(0, -3.5, D) @ Q
-    y = Z @ rng.normal(size=D) + 0.01 * rng.normal(size=T)
+    Z, y, rng = spread_stream(T, D, 3.5)
     sw = 0.97 ** (np.arange(N - 1, -1, -1) / 2)
     beta = np.linalg.lstsq(Z[T - N :] * sw[:, None], y[T - N :] * sw, rcond=None)[0]
     beta = beta[None, :, None] + 1e-3  # a solution off the window's: the correction is -1e-3
@@ -1359,11 +1370,7 @@ def test_primal_refinement_residual_is_scale_free():
         solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=0.97, alpha=0.0)
         with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):  # as the estimator
             solver.update(Z * scale, y[:, None] * scale, predict=False)
-            blk = solver._block()
-            lo, hi = blk.dropped, blk.m
-            idx, valid = np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool)
-            nu, C = blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None]
-            seg = dict(m0=hi, Zh=np.zeros((0, D)), s=np.zeros(0), Y=np.zeros((0, 1)))
+            blk, idx, valid, nu, C, seg = last_window(solver)
             refined = solver._refine_step(blk, idx, valid, seg, beta, np.zeros((1, D)),
                                           lambda G: solver._woodbury_solve(blk, idx, valid, nu, C, G))
         corrections.append((refined - beta).ravel())
@@ -1378,10 +1385,7 @@ def test_primal_refinement_beyond_one_step_matches_oracle(spread, lam):
     # window to the orthogonal route (399 of 399); now refined (two steps where the first
     # corrects more than SECOND_STEP_MIN), in calls and through coef_ alone
     D, N, T = 16, 200, 400
-    rng = np.random.default_rng(0)
-    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
-    Z = rng.normal(size=(T, D)) * np.logspace(0, -spread, D) @ Q
-    y = Z @ rng.normal(size=D) + 0.01 * rng.normal(size=T)
+    Z, y, rng = spread_stream(T, D, spread)
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=0.0)
     pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 133), (133, 134), (134, T)]])
     assert solver.n_refined > 300 and solver.n_orthogonal < 40  # (the fill: fewer rows than 2D)
@@ -1403,20 +1407,13 @@ def test_primal_second_refinement_step():
     from sklearn_orfit.abo._primal_solver import SECOND_STEP_MIN
 
     D, N, T = 16, 60, 100
-    rng = np.random.default_rng(0)
-    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
-    Z = rng.normal(size=(T, D)) * np.logspace(0, -6.0, D) @ Q
-    y = Z @ rng.normal(size=D) + 0.01 * rng.normal(size=T)
+    Z, y, rng = spread_stream(T, D, 6.0)
     ref = np.linalg.lstsq(Z[T - N :], y[T - N :], rcond=None)[0]
     s = np.linalg.svd(Z[T - N :], compute_uv=False)
     bound = 100 * EPS * s[0] / s[-1] * np.abs(Z[T - N :] @ ref).max()
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=1.0, alpha=0.0)
     solver.update(Z, y[:, None], predict=False)
-    blk = solver._block()
-    lo, hi = blk.dropped, blk.m
-    idx, valid = np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool)
-    nu, C = blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None]
-    seg = dict(m0=hi, Zh=np.zeros((0, D)), s=np.zeros(0), Y=np.zeros((0, 1)))
+    blk, idx, valid, nu, C, seg = last_window(solver)
     steps = []
     inner = solver._refine_step
     solver._refine_step = lambda *a: steps.append(1) or inner(*a)
@@ -1442,10 +1439,7 @@ def test_primal_refinement_with_a_row_of_tiny_norm(row_scale, target):
     # 0·inf made the refined window NaN; every call then raised "overflowed" and the
     # stream was stuck (found by a review). The terms are now formed as λ^age s y/c0
     D, N, T = 16, 120, 200
-    rng = np.random.default_rng(0)
-    Q = np.linalg.qr(rng.normal(size=(D, D)))[0]
-    Z = rng.normal(size=(T, D)) * np.logspace(0, -3.5, D) @ Q
-    y = Z @ rng.normal(size=D) + 0.01 * rng.normal(size=T)
+    Z, y, rng = spread_stream(T, D, 3.5)
     Z[150] = row_scale * (Z[150] if row_scale > 1e-300 else np.eye(D)[0])
     y[150] = target
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=1.0, alpha=0.0)
