@@ -661,6 +661,42 @@ def test_solve_shifted_solves_every_shift_of_the_block():
     assert not ok[0] and not ok[-1] and ok[3]
 
 
+def test_solve_shifted_stops_at_its_tolerance_per_window():
+    # a window whose result a refinement step corrects stops at REFINED_TOL (fewer steps,
+    # its error within about that), the others at rounding, in the same call
+    from sklearn_orfit.abo._kernels import EPS, REFINED_TOL, solve_shifted
+
+    rng, P, Sigma, M = _shifted_system(1)
+    D = P.shape[0]
+    delta = np.array([0.2, 0.2, 0.6])
+    B = rng.normal(size=(D, 3))
+    x0 = np.linalg.solve(P, B)
+    size = lambda x: np.abs(x[0]).max(axis=0)  # noqa: E731
+    spread = lambda v: [v[None, :]]  # noqa: E731  (a converged window is left as it is)
+    steps = []
+
+    def apply_M(x):
+        steps.append(1)
+        return [M @ x[0]]
+
+    tol = np.array([REFINED_TOL, 0.0, REFINED_TOL])
+    (x,), ok = solve_shifted(apply_M, [x0], [delta[None, :]], size, tol=tol, spread=spread)
+    assert ok.all()
+    err = [np.abs(x[:, w] - np.linalg.solve(P + delta[w] * Sigma, B[:, w])).max() / np.abs(x[:, w]).max()
+           for w in range(3)]
+    assert err[1] <= 100 * EPS * np.linalg.cond(P + 0.2 * Sigma)
+    assert 1e-14 < err[0] <= 10 * REFINED_TOL and err[2] <= 10 * REFINED_TOL
+    # the window at rounding takes more steps than its twin at REFINED_TOL, which is left
+    # as it is once converged
+    n_all = len(steps)
+    steps.clear()
+    solve_shifted(apply_M, [x0[:, 1:2]], [delta[None, 1:2]], size, spread=spread)
+    assert len(steps) > 1
+    steps.clear()
+    solve_shifted(apply_M, [x0[:, :1]], [delta[None, :1]], size, tol=tol[:1], spread=spread)
+    assert len(steps) < n_all
+
+
 def _shifted_system(seed, D=30):
     """A block's ``P = AᵀA + Σ`` with its ridge ``Σ`` and ``M = P⁻¹Σ`` (and the generator)."""
     rng = np.random.default_rng(seed)

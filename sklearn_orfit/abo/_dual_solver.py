@@ -37,7 +37,8 @@ from scipy.linalg import lapack
 from .._docstrings import fill_doc
 from ._window import normalise_rows
 from ._kernels import (
-    GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, cholesky, lstsq_cutoff, solve_shifted, solve_stack,
+    GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cholesky, lstsq_cutoff, solve_shifted,
+    solve_stack,
 )
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
@@ -385,7 +386,9 @@ class DualSolver(CoreBlockSolver):
                 if blk.direct:
                     x, ok = self._forgetting_ridge_direct(blk, idx[fast], valid[fast], delta[fast])
                 else:
-                    x, ok = self._forgetting_ridge(blk, idx[fast], valid[fast], S[fast], a[fast], delta[fast])
+                    # (a window to refine is solved to REFINED_TOL: the steps correct the rest)
+                    x, ok = self._forgetting_ridge(blk, idx[fast], valid[fast], S[fast], a[fast], delta[fast],
+                                                   tol=np.where(r[fast] == REFINE, REFINED_TOL, 0.0))
                 r[fast[~ok]] = ORTHOGONAL
                 k = np.flatnonzero(ok & (r[fast] == REFINE))
                 betas = {}  # the refined windows' β (see _forgetting_refine)
@@ -563,7 +566,7 @@ class DualSolver(CoreBlockSolver):
         Ztv = buf.Zh.T @ ring.reshape(buf.N, nw * c) + seg["Zh"].T @ segc.reshape(segc.shape[0], nw * c)
         return Ztv, _column_norms(np.concatenate([ring, segc]).reshape(buf.N + segc.shape[0], nw * c))
 
-    def _forgetting_ridge(self, blk, idx, valid, S, a, delta, rhs=None):
+    def _forgetting_ridge(self, blk, idx, valid, S, a, delta, rhs=None, tol=None):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = ỹ`` for the windows ``w``.
 
         ``P`` is a window's matrix with the block's reference shifts ``Σ`` (what the
@@ -573,7 +576,9 @@ class DualSolver(CoreBlockSolver):
         ``[0, 1]``). A step is two triangular solves with the core factor and one product
         with each window's ``S⁻¹``, for all the windows together. With ``rhs = (r_A, r_I)``
         (residuals, see :meth:`_forgetting_residuals`) the right-hand side is ``r``
-        instead of ``ỹ`` (``x₀ = P⁻¹r``): the correction of a refinement step.
+        instead of ``ỹ`` (``x₀ = P⁻¹r``): the correction of a refinement step, solved to
+        :data:`~._kernels.REFINED_TOL` (``tol`` otherwise, per window: see
+        :func:`~._kernels.solve_shifted`).
 
         Returns ``x`` as ``(x_A, x_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and
         which windows converged (:func:`~._kernels.solve_shifted`).
@@ -611,7 +616,9 @@ class DualSolver(CoreBlockSolver):
         def spread(v):  # per window → the layouts of x_A (n_A, nw·c) and x_I (nw, H, c)
             return [np.repeat(v, c)[None, :], v[:, None, None]]
 
-        (xA, xI), ok = solve_shifted(apply_M, [x0A, x0I], spread(delta), size, spread=spread)
+        if rhs is not None:
+            tol = REFINED_TOL
+        (xA, xI), ok = solve_shifted(apply_M, [x0A, x0I], spread(delta), size, spread=spread, tol=tol)
         return (np.moveaxis(xA.reshape(nA, nw, c), 1, 0), xI), ok
 
     def _forgetting_ridge_direct(self, blk, idx, valid, delta):

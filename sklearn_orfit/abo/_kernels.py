@@ -719,7 +719,19 @@ def ridge_from_factor(F, B, alpha, *, triangular=None):
 _TPQRT_BLOCK = 8
 
 
-def solve_shifted(apply_M, x0, delta, size, *, spread=None, max_steps=MAX_STEPS):
+#: Where a refinement step corrects a solve's result (the solution of a window to be
+#: refined, or the correction itself), :func:`solve_shifted` stops once a step changes
+#: ``x`` by at most this relative to ``max |x|``, not at rounding: the error left, about
+#: that much, is then multiplied by the next step's contraction (the correction's relative
+#: rounding, at most about 1e-3), or is the error of a correction itself at most 1e-7 of
+#: ``max |β|`` (:data:`~._primal_solver.SECOND_STEP_MIN`). Measured on RFF windows, steps
+#: a solve: ``N = 1000``, ``D = 256``, ``λ = 0.99``, ``α = 1e-6`` 13.1 → 6.7 (primal);
+#: ``N = D = 500``, ``λ = 0.999``, ``α = 1e-6`` 8.5 → 5.4 (dual); the error against the
+#: oracle unchanged (0.00174 and 0.0237 bound units).
+REFINED_TOL = 1e-8
+
+
+def solve_shifted(apply_M, x0, delta, size, *, spread=None, max_steps=MAX_STEPS, tol=None):
     """Solve ``(I + δ_w M) x = x₀`` for every window ``w`` of a block, by iteration.
 
     A ridge with forgetting: window ``w`` of a block has the matrix ``P + δ_w Σ``, where
@@ -756,12 +768,16 @@ def solve_shifted(apply_M, x0, delta, size, *, spread=None, max_steps=MAX_STEPS)
         steps the other windows take (a prequential prediction must not depend on later
         rows of the same call).
 
+    tol : float or ndarray of shape (n_windows,), default=None
+        A window has converged once a step changes it by at most ``tol`` of ``max |x|``
+        (:data:`REFINED_TOL` where a refinement step follows); None: at rounding (below).
+
     Returns
     -------
     x : list of ndarray
     converged : ndarray of shape (n_windows,) of bool
-        Windows that a step changed by at most ``4 eps`` of ``max |x|``, or by at most
-        :data:`STALL_EPS` ``eps`` without contracting (rounding).
+        Windows that a step changed by at most ``4 eps`` of ``max |x|`` (or ``tol``),
+        or by at most :data:`STALL_EPS` ``eps`` without contracting (rounding).
     """
     omega = [2.0 / (2.0 + d) for d in delta]
     x = list(x0)
@@ -782,7 +798,8 @@ def solve_shifted(apply_M, x0, delta, size, *, spread=None, max_steps=MAX_STEPS)
         st, sx = size(step), size(x)
         with np.errstate(divide="ignore", invalid="ignore"):
             rel = np.where(st > 0, st / sx, 0.0)  # (x = 0 after a zero step: converged)
-        converged |= (rel <= 4 * EPS) | ((rel <= STALL_EPS * EPS) & (rel >= 0.5 * last))
+        converged |= (rel <= (4 * EPS if tol is None else np.maximum(tol, 4 * EPS))) | (
+            (rel <= STALL_EPS * EPS) & (rel >= 0.5 * last))
         last = rel
         if converged.all():
             break

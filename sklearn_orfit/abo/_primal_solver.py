@@ -38,7 +38,8 @@ from scipy.linalg import lapack
 
 from .._docstrings import fill_doc
 from ._kernels import (
-    EPS, GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, cholesky, probes, solve_shifted, solve_stack,
+    EPS, GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cholesky, probes, solve_shifted,
+    solve_stack,
 )
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
@@ -482,8 +483,10 @@ class PrimalSolver(CoreBlockSolver):
             r[(kappa > KAPPA_REFINE_TWICE) | (woodbury > WOODBURY_REFINE_TWICE) | ~solved] = ORTHOGONAL
             if blk.forgets:
                 fast = np.flatnonzero(r != ORTHOGONAL)
+                # (a window to refine is solved to REFINED_TOL: the step corrects the rest)
                 X, ok, direct = self._forgetting_ridge(blk, idx[fast], valid[fast], nu[fast], C[fast], wy[fast],
-                                                       m_y[fast], delta[fast])
+                                                       m_y[fast], delta[fast],
+                                                       tol=np.where(r[fast] == REFINE, REFINED_TOL, 0.0))
                 r[fast[~ok]] = ORTHOGONAL
                 route[sel] = r
                 refined = np.zeros(r.size, dtype=bool)
@@ -709,7 +712,7 @@ class PrimalSolver(CoreBlockSolver):
         beta = self._refine_windows(blk, idx, valid, empty, beta[None], ridge[None], correct, two)[0]
         return k @ beta if k is not None else beta
 
-    def _forgetting_ridge(self, blk, idx, valid, nu, C, wy, m_y, delta):
+    def _forgetting_ridge(self, blk, idx, valid, nu, C, wy, m_y, delta, tol=None):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = b`` for the windows ``w``.
 
         In the block's scaled coordinates (``x = dβ``), ``P`` a window's normal matrix
@@ -718,22 +721,23 @@ class PrimalSolver(CoreBlockSolver):
         Iterated on ``X = Lᵀx`` (then ``ŷ/s = r_newᵀX``): a step is two triangular solves
         with the core factor and one product with each window's ``C⁻¹``.
 
-        Returns ``X`` of shape ``(D, nw, c)``, which windows converged and, solved
-        directly (:meth:`_forgetting_ridge_direct`), ``(x, M)`` of every window (else None).
+        ``tol`` (per window): see :func:`~._kernels.solve_shifted`. Returns ``X`` of
+        shape ``(D, nw, c)``, which windows converged and, solved directly
+        (:meth:`_forgetting_ridge_direct`), ``(x, M)`` of every window (else None).
         """
         if blk.direct:
             return self._forgetting_ridge_direct(blk, idx, valid, nu, wy, delta)
         # X₀ = Lᵀx₀ = h_I − R_I ν C⁻¹ ν R_Iᵀ h_I,  h_I = h_A + R_I (w s y)_I
         X0 = np.tile(blk.h, idx.shape[0]) + blk.R @ self._scatter(blk, idx, valid, wy - nu[:, :, None] * m_y)
-        X, ok = self._shifted(blk, idx, valid, nu, np.linalg.inv(C) if idx.shape[0] else C, X0, delta)
+        X, ok = self._shifted(blk, idx, valid, nu, np.linalg.inv(C) if idx.shape[0] else C, X0, delta, tol=tol)
         return X, ok, None
 
     def _shifted_solve(self, blk, idx, valid, nu, C, delta, G):
         """``(P + δ_w Σ)⁻¹ g_w`` for windows ``w`` (``G`` of shape ``(nw, D, c)``,
         unscaled), by the iteration of :meth:`_forgetting_ridge` started from the
         window's fast solve ``P⁻¹g`` (:meth:`_woodbury_solve`): the correction of a
-        refinement step. Returns the solutions ``(nw, D, c)`` and which windows
-        converged."""
+        refinement step, to :data:`~._kernels.REFINED_TOL`. Returns the solutions
+        ``(nw, D, c)`` and which windows converged."""
         nw, c, D = idx.shape[0], self.c, self.D
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
         Cinv = np.linalg.inv(C) if nw else C
@@ -741,15 +745,15 @@ class PrimalSolver(CoreBlockSolver):
         u = blk._fwd(np.moveaxis(G, 0, 1).reshape(D, nw * c) / blk.d[:, None])
         t = (blk.R.T @ u).reshape(-1, nw, c)[idx, w_of] * (nu * valid)[:, :, None]
         X0 = u - blk.R @ self._scatter(blk, idx, valid, nu[:, :, None] * (Cinv @ t))
-        X, ok = self._shifted(blk, idx, valid, nu, Cinv, X0, delta)
+        X, ok = self._shifted(blk, idx, valid, nu, Cinv, X0, delta, tol=REFINED_TOL)
         dbeta = lapack.dtrtrs(blk.L, X.reshape(D, nw * c), lower=1, trans=1)[0] / blk.d[:, None]
         return np.moveaxis(dbeta.reshape(D, nw, c), 0, 1), ok
 
-    def _shifted(self, blk, idx, valid, nu, Cinv, X0, delta):
+    def _shifted(self, blk, idx, valid, nu, Cinv, X0, delta, tol=None):
         """``(I + δ P⁻¹Σ) x = x₀`` on ``X = Lᵀx`` for the windows of ``idx``
         (:func:`~._kernels.solve_shifted`), ``X0`` of shape ``(D, nw·c)``; ``Cinv`` the
         windows' inverse capacitance matrices. Returns ``X`` ``(D, nw, c)`` and which
-        windows converged."""
+        windows converged (``tol``: see :func:`~._kernels.solve_shifted`)."""
         nw = idx.shape[0]
         c, D, P = self.c, self.D, blk.slot.size
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
@@ -771,7 +775,7 @@ class PrimalSolver(CoreBlockSolver):
         def spread(v):  # per window → the layout of X (D, nw·c)
             return [np.repeat(v, c)[None, :]]
 
-        (X,), ok = solve_shifted(apply_M, [X0], spread(delta), size, spread=spread)
+        (X,), ok = solve_shifted(apply_M, [X0], spread(delta), size, spread=spread, tol=tol)
         return X.reshape(D, nw, c), ok
 
     def _forgetting_ridge_direct(self, blk, idx, valid, nu, wy, delta):
