@@ -55,6 +55,10 @@ whole product (``--full``) has 2,700 points; the default sweep is a covering des
   at ``N = D = 500`` and on the primal route at ``(N, D) ∈ {(500, 64), (2000, 64)}``;
 * **C** — the ridge-with-forgetting combinations (``α > 0`` with ``λ < 1``, eight) with
   every data kind at ``(N, D) ∈ {(20, 20), (20, 64), (100, 64), (100, 1024)}``;
+* **D** — feature widths between the grid's: ``rff`` data at ``N = 1000``,
+  ``D ∈ {256, 512}``, every ``(λ, α)`` pair and ``λ = 0.99`` with every ``α`` (40
+  points; a width the grid does not hold met cliffs it missed: ``D = 512``, ``λ = 0.99``,
+  ``α = 0`` sent 1,495 of 2,000 windows to the orthogonal route, 150× the floor);
 
 duplicates removed. ``--quick`` (the smoke test) runs part A at
 ``N = 20, D ∈ {2, 19, 20, 21, 1024}`` and ``N = 100, D ∈ {64, 100}`` plus every
@@ -117,6 +121,10 @@ MAX_ORACLE_STEPS = 60
 ALL_STEPS_ROWS = 400     # every step is checked when the stream is this short (and cheap)
 ROUTE_ATTRS = ("n_orthogonal_windows_", "route_counts_")
 
+# part D: feature widths between the grid's, at a window users pick, every (λ, α) and
+# λ = 0.99 besides
+WIDTHS_N, WIDTHS_D, WIDTHS_LAMBDAS = 1000, (256, 512), (0.99,)
+
 TARGETS = {"ratio_full": 5.0, "ratio_fill": 10.0, "exceptions": 0, "outside_bound": 0}
 
 # cost model (seconds), measured on a 2-CPU AMD EPYC with one BLAS thread
@@ -166,6 +174,8 @@ def design(mode):
         for (N, D), (lam, alpha), data in itertools.product(
                 [(20, 20), (20, 64), (100, 64), (100, 1024)], ridge_forget, DATA):
             add("C", N, D, lam, alpha, data)
+        for D, lam, alpha in itertools.product(WIDTHS_D, LAMBDAS + WIDTHS_LAMBDAS, ALPHAS):
+            add("D", WIDTHS_N, D, lam, alpha, "rff")
     order = sorted(pts, key=lambda k: (k[0], k[1], DATA.index(k[4]), -k[2], k[3]))
     return [dict(zip(("N", "D", "lam", "alpha", "data"), k), part=pts[k]) for k in order]
 

@@ -108,6 +108,10 @@ def test_design_covers_the_grid():
             for alpha in bench.ALPHAS:
                 assert (N, D, lam, alpha, data) in keys
     assert sum(p["alpha"] > 0 and p["lam"] < 1 for p in pts) > 100
+    for D in bench.WIDTHS_D:  # part D: widths between the grid's, every (λ, α) and λ = 0.99
+        for lam in bench.LAMBDAS + (0.99,):
+            for alpha in bench.ALPHAS:
+                assert (bench.WIDTHS_N, D, lam, alpha, "rff") in keys
     assert len(bench.design("full")) == sum(len(bench.grid_dims(N)) for N in bench.WINDOWS) * 90
 
 

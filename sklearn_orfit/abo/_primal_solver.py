@@ -191,6 +191,9 @@ class _PrimalBlock(ReferenceWindow):
         kappa_max = KAPPA_REFINE_TWICE * D
         anorm = np.abs(S).sum(axis=0).max(initial=0.0)
         self.L, self.core_ok, self.inv_SA = cholesky(S, kappa_max=kappa_max, inverse_norm=True)
+        # every window's ‖S_I‖_F·‖S_A⁻¹‖₁ is at least the core's: above
+        # WOODBURY_REFINE_TWICE each would go to the orthogonal route, after its solve
+        self.core_ok = bool(self.core_ok and self.nSA * self.inv_SA <= WOODBURY_REFINE_TWICE)
         self.core_fast = bool(self.core_ok and anorm * self.inv_SA <= GRAM_KAPPA_MAX * D)
         # h_A = L_A⁻¹ (b_A/d),  b_A = Σ_A w s y ẑ (relative to c0)
         # b_A = Σ_A w s y ẑ = (the window's, carried) − (the old periphery rows')
