@@ -723,8 +723,9 @@ _TPQRT_BLOCK = 8
 #: refined, or the correction itself), :func:`solve_shifted` stops once a step changes
 #: ``x`` by at most this relative to ``max |x|``, not at rounding: the error left, about
 #: that much, is then multiplied by the next step's contraction (the correction's relative
-#: rounding, at most about 1e-3), or is the error of a correction itself at most 1e-7 of
-#: ``max |β|`` (:data:`~._primal_solver.SECOND_STEP_MIN`). Measured on RFF windows, steps
+#: rounding, at most about 1e-3; on the primal route a second step checks it, see
+#: :data:`~._primal_solver.REFINE_LEFT`), or is the error of a correction, itself small
+#: against ``β``. Measured on RFF windows, steps
 #: a solve: ``N = 1000``, ``D = 256``, ``λ = 0.99``, ``α = 1e-6`` 13.1 → 6.7 (primal);
 #: ``N = D = 500``, ``λ = 0.999``, ``α = 1e-6`` 8.5 → 5.4 (dual); the error against the
 #: oracle unchanged (0.00174 and 0.0237 bound units).
