@@ -76,6 +76,24 @@ def last_window(solver):
     return blk, idx, valid, nu, C, seg
 
 
+def solver_in_calls(solver, Z, y, cuts):
+    """A solver's prequential predictions in calls ending at each of ``cuts`` (then at the
+    end), ``(T, 1)``."""
+    bounds = [0, *cuts, len(y)]
+    return np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in zip(bounds, bounds[1:])])
+
+
+def solver_through_coef(solver, Z, y):
+    """Predictions from ``coef()`` of each window, the rows learned one at a time without
+    predictions (each window solved alone), ``(T, 1)``; the first (empty window) is 0."""
+    pred = np.zeros((len(y), 1))
+    solver.update(Z[:1], y[:1, None], predict=False)
+    for t in range(1, len(y)):
+        pred[t] = Z[t] @ solver.coef()
+        solver.update(Z[t : t + 1], y[t : t + 1, None], predict=False)
+    return pred
+
+
 # ---------------------------------------------------------------------- SlidingQR
 @pytest.mark.parametrize("lam", [1.0, 0.9])
 @pytest.mark.parametrize("kind", ["generic", "low_rank", "zero_rows", "duplicated"])
@@ -467,7 +485,7 @@ def test_dual_refinement_route_matches_oracle(lam, alpha):
     X, y = make_lagged(make_abo_series(310, random_state=0), 7)
     Z = RandomFourierFeatures(60, sigma=0.3, random_state=0).fit_transform(X)
     solver = DualSolver(window_size=60, n_features=60, n_targets=1, forgetting_factor=lam, alpha=alpha)
-    pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 100), (100, 101), (101, 300)]])
+    pred = solver_in_calls(solver, Z[:300], y[:300], [100, 101])
     assert solver.n_refined > 20
     o_beta, kappa = assert_oracle(pred, Z[:300], y[:300], 60, lam, alpha)
     np.testing.assert_allclose(solver.coef(), o_beta, atol=max(1e-9, 100 * EPS * kappa[-1]) * np.abs(o_beta).max())
@@ -487,14 +505,11 @@ def test_dual_forgetting_refinement_route_matches_oracle(N, sigma, lam, alpha):
     Z = RandomFourierFeatures(N, sigma=sigma, random_state=0).fit_transform(X)[:400]
     y = y[:400]
     solver = DualSolver(window_size=N, n_features=N, n_targets=1, forgetting_factor=lam, alpha=alpha)
-    pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 150), (150, 151), (151, 400)]])
+    pred = solver_in_calls(solver, Z, y, [150, 151])
     assert solver.n_refined > 200 and solver.n_orthogonal < 60
     assert_oracle(pred, Z, y, N, lam, alpha)
     solver = DualSolver(window_size=N, n_features=N, n_targets=1, forgetting_factor=lam, alpha=alpha)
-    solver.update(Z[:1], y[:1, None], predict=False)
-    for t in range(1, 400):
-        pred[t] = Z[t] @ solver.coef()
-        solver.update(Z[t : t + 1], y[t : t + 1, None], predict=False)
+    pred = solver_through_coef(solver, Z, y)
     assert_oracle(pred, Z, y, N, lam, alpha)
 
 
@@ -508,7 +523,7 @@ def test_primal_refinement_route_on_smooth_features(N, lam, alpha):
     X, y = make_lagged(make_abo_series(610, random_state=0), 7)
     Z = RandomFourierFeatures(64, sigma=0.5, random_state=0).fit_transform(X)
     solver = PrimalSolver(window_size=N, n_features=64, n_targets=1, forgetting_factor=lam, alpha=alpha)
-    pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 250), (250, 251), (251, 600)]])
+    pred = solver_in_calls(solver, Z[:600], y[:600], [250, 251])
     assert solver.n_refined > 40
     o_beta, kappa = assert_oracle(pred, Z[:600], y[:600], N, lam, alpha)
     np.testing.assert_allclose(solver.coef(), o_beta, atol=max(1e-9, 100 * EPS * kappa[-1]) * np.abs(o_beta).max())
@@ -525,16 +540,13 @@ def test_primal_refinement_route_matches_oracle(lam, alpha, spread):
     D, N, T = 16, 60, 400
     Z, y, rng = spread_stream(T, D, spread)
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
-    pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 150), (150, 151), (151, T)]])
+    pred = solver_in_calls(solver, Z, y, [150, 151])
     assert solver.n_refined > 300 and solver.n_orthogonal < 30
     assert_oracle(pred, Z, y, N, lam, alpha)
     # the same predictions from coef_ of each window, refined alone (rows learned one at
     # a time without predictions)
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
-    solver.update(Z[:1], y[:1, None], predict=False)
-    for t in range(1, T):
-        pred[t] = Z[t] @ solver.coef()
-        solver.update(Z[t : t + 1], y[t : t + 1, None], predict=False)
+    pred = solver_through_coef(solver, Z, y)
     assert_oracle(pred, Z, y, N, lam, alpha)
 
 
@@ -551,15 +563,12 @@ def test_primal_forgetting_ridge_refinement_route_matches_oracle(N, D, alpha, or
     Z, y, rng = spread_stream(T, D, 3.5)
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
     assert not solver.direct
-    pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 133), (133, 134), (134, T)]])
+    pred = solver_in_calls(solver, Z, y, [133, 134])
     assert solver.n_refined > 150 and solver.n_orthogonal < orthogonal_before - 150
     assert_oracle(pred, Z, y, N, lam, alpha)
     assert_oracle(pred[N:], Z, y, N, lam, alpha, factor=3e-4 * 100 * EPS, start=N)
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=alpha)
-    solver.update(Z[:1], y[:1, None], predict=False)
-    for t in range(1, T):
-        pred[t] = Z[t] @ solver.coef()
-        solver.update(Z[t : t + 1], y[t : t + 1, None], predict=False)
+    pred = solver_through_coef(solver, Z, y)
     assert solver.n_refined > 150
     assert_oracle(pred, Z, y, N, lam, alpha)
     assert_oracle(pred[N:], Z, y, N, lam, alpha, factor=3e-4 * 100 * EPS, start=N)
@@ -1423,14 +1432,11 @@ def test_primal_refinement_beyond_one_step_matches_oracle(spread, lam):
     D, N, T = 16, 200, 400
     Z, y, rng = spread_stream(T, D, spread)
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=0.0)
-    pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 133), (133, 134), (134, T)]])
+    pred = solver_in_calls(solver, Z, y, [133, 134])
     assert solver.n_refined > 300 and solver.n_orthogonal < 40  # (the fill: fewer rows than 2D)
     assert_oracle(pred, Z, y, N, lam, 0.0)
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=lam, alpha=0.0)
-    solver.update(Z[:1], y[:1, None], predict=False)
-    for t in range(1, T):
-        pred[t] = Z[t] @ solver.coef()
-        solver.update(Z[t : t + 1], y[t : t + 1, None], predict=False)
+    pred = solver_through_coef(solver, Z, y)
     assert solver.n_refined > 300
     assert_oracle(pred, Z, y, N, lam, 0.0)
 
@@ -1528,7 +1534,7 @@ def test_primal_refinement_with_a_row_of_tiny_norm(row_scale, target):
     y[150] = target
     solver = PrimalSolver(window_size=N, n_features=D, n_targets=1, forgetting_factor=1.0, alpha=0.0)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):  # as the estimator
-        pred = np.concatenate([solver.update(Z[a:b], y[a:b, None], predict=True) for a, b in [(0, 140), (140, 151), (151, T)]])
+        pred = solver_in_calls(solver, Z, y, [140, 151])
     assert solver.n_refined > 50
     assert np.isfinite(pred).all() and np.isfinite(solver.coef()).all()
     o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=1.0, alpha=0.0)

@@ -466,7 +466,7 @@ class DualSolver(CoreBlockSolver):
             if step:
                 rA, rI = self._forgetting_residuals(blk, idx, valid, xA, xI, delta, seg, kappa, beta=beta,
                                                     targets=targets)[:2]
-            dx, _ = self._forgetting_ridge(blk, idx, valid, S, a, delta, rhs=(rA, rI))
+            dx, _ = self._forgetting_ridge(blk, idx, valid, S, a, delta, rhs=(rA, rI), tol=REFINED_TOL)
             step_beta = beta + self._rows_t(blk, idx, valid, np.moveaxis(dx[0], 0, 1) * blk.rd_A[:, None, None],
                                             dx[1] * rdI, seg)[0]
             # (a second step only where the window needs it: a window's β must not depend
@@ -576,9 +576,8 @@ class DualSolver(CoreBlockSolver):
         ``[0, 1]``). A step is two triangular solves with the core factor and one product
         with each window's ``S⁻¹``, for all the windows together. With ``rhs = (r_A, r_I)``
         (residuals, see :meth:`_forgetting_residuals`) the right-hand side is ``r``
-        instead of ``ỹ`` (``x₀ = P⁻¹r``): the correction of a refinement step, solved to
-        :data:`~._kernels.REFINED_TOL` (``tol`` otherwise, per window: see
-        :func:`~._kernels.solve_shifted`).
+        instead of ``ỹ`` (``x₀ = P⁻¹r``): the correction of a refinement step. ``tol``
+        (per window): see :func:`~._kernels.solve_shifted`.
 
         Returns ``x`` as ``(x_A, x_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and
         which windows converged (:func:`~._kernels.solve_shifted`).
@@ -616,8 +615,6 @@ class DualSolver(CoreBlockSolver):
         def spread(v):  # per window → the layouts of x_A (n_A, nw·c) and x_I (nw, H, c)
             return [np.repeat(v, c)[None, :], v[:, None, None]]
 
-        if rhs is not None:
-            tol = REFINED_TOL
         (xA, xI), ok = solve_shifted(apply_M, [x0A, x0I], spread(delta), size, spread=spread, tol=tol)
         return (np.moveaxis(xA.reshape(nA, nw, c), 1, 0), xI), ok
 

@@ -563,22 +563,24 @@ class PrimalSolver(CoreBlockSolver):
 
     def _betas(self, blk, idx, valid, nu, wy, m_y):
         """``β`` of windows on the fast route's formula (:meth:`_coef`), ``(nw, D, c)``."""
-        nw, c = idx.shape[0], self.c
-        W = np.tile(blk.h, nw) + blk.R @ self._scatter(blk, idx, valid, wy - nu[:, :, None] * m_y)
-        beta = lapack.dtrtrs(blk.L, W, lower=1, trans=1)[0] / blk.d[:, None]
-        return np.moveaxis(beta.reshape(self.D, nw, c), 0, 1)
+        W = np.tile(blk.h, idx.shape[0]) + blk.R @ self._scatter(blk, idx, valid, wy - nu[:, :, None] * m_y)
+        return self._scaled_beta(blk, W.reshape(self.D, idx.shape[0], self.c))
 
     def _woodbury_solve(self, blk, idx, valid, nu, C, G):
         """``S_w⁻¹ g_w`` for windows ``w`` (``G`` of shape ``(nw, D, c)``, unscaled):
-        ``d⁻¹ L⁻ᵀ (u − R_I ν C⁻¹ ν R_Iᵀ u)``, ``u = L⁻¹ (g/d)``."""
+        ``d⁻¹ L⁻ᵀ X``, ``X`` from :meth:`_woodbury_X`."""
+        return self._scaled_beta(blk, self._woodbury_X(blk, idx, valid, nu, G, lambda t: solve_stack(C, t)[0]))
+
+    def _woodbury_X(self, blk, idx, valid, nu, G, solve_C):
+        """``X = Lᵀ P_w⁻¹ (g_w/d)`` for windows ``w`` (``G`` of shape ``(nw, D, c)``,
+        unscaled) by Woodbury's identity: ``u − R_I ν C⁻¹ ν R_Iᵀ u``, ``u = L⁻¹ (g/d)``,
+        ``solve_C(t)`` the windows' ``C⁻¹t``. Returns ``(D, nw, c)``."""
         nw, c, D = idx.shape[0], self.c, self.D
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
         u = blk._fwd(np.moveaxis(G, 0, 1).reshape(D, nw * c) / blk.d[:, None])
         t = (blk.R.T @ u).reshape(-1, nw, c)[idx, w_of] * (nu * valid)[:, :, None]
-        m = solve_stack(C, t)[0]
-        u = u - blk.R @ self._scatter(blk, idx, valid, nu[:, :, None] * m)
-        dbeta = lapack.dtrtrs(blk.L, u, lower=1, trans=1)[0] / blk.d[:, None]
-        return np.moveaxis(dbeta.reshape(D, nw, c), 0, 1)
+        X = u - blk.R @ self._scatter(blk, idx, valid, nu[:, :, None] * solve_C(t))
+        return X.reshape(D, nw, c)
 
     def _direct_solve(self, blk, M, G):
         """``S_w⁻¹ g_w`` for windows whose scaled matrices ``M`` ``(nw, D, D)`` are formed
@@ -694,35 +696,34 @@ class PrimalSolver(CoreBlockSolver):
         """Refinement of the window ``core + periphery[lo, hi)`` against its rows, all in
         the ring (see :meth:`_window_beta`): :meth:`_refine_windows` for one window, with
         the steps its part records (:class:`_Scaled` or :class:`_Refine`). Returns ``k·β``
-        (``k`` the new row, unit) or ``β``; None when the correction of a ridge with
-        forgetting did not converge (the window is then for the orthogonal route)."""
+        (``k`` the new row, unit) or ``β``; None when the refinement did not settle the
+        window (a correction by the iteration that did not converge, or steps that did not
+        contract): it is then for the orthogonal route."""
         idx, valid = np.arange(lo, hi)[None], np.ones((1, hi - lo), dtype=bool)
         empty = dict(m0=hi, Zh=np.zeros((0, self.D)))  # (every position in the ring)
         two = np.array([nu_m.two])
         if isinstance(nu_m, _Scaled) and nu_m.M is None:
             # a ridge with forgetting solved by the iteration: the correction by it too
             ridge = (1.0 + nu_m.delta) * blk.ridge * blk.d * blk.d
-            beta, good = self._refine_shifted(
+            beta, ok = self._refine_shifted(
                 blk, idx, valid, empty, blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None],
                 np.array([nu_m.delta]), self._scaled_beta(blk, nu_m.X[:, None]), ridge[None], two)
-            if not good[0]:
-                return None
-            return k @ beta[0] if k is not None else beta[0]
-        if isinstance(nu_m, _Scaled):
-            # a ridge with forgetting: the window's matrix M = P + δΣ and its solution x = dβ
-            beta, delta = nu_m.x / blk.d[:, None], nu_m.delta
-
-            def correct(G, j):
-                return self._direct_solve(blk, nu_m.M[None], G)
         else:
-            beta, delta = self._coef(blk, nu_m.m, lo, hi), 0.0
-            nu, C = blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None]
+            if isinstance(nu_m, _Scaled):
+                # a ridge with forgetting: the window's matrix M = P + δΣ and its solution x = dβ
+                beta, delta = nu_m.x / blk.d[:, None], nu_m.delta
 
-            def correct(G, j):
-                return self._woodbury_solve(blk, idx, valid, nu, C, G)
+                def correct(G, j):
+                    return self._direct_solve(blk, nu_m.M[None], G)
+            else:
+                beta, delta = self._coef(blk, nu_m.m, lo, hi), 0.0
+                nu, C = blk.nu[lo:hi][None], blk.capacitance(slice(lo, hi))[None]
 
-        ridge = (1.0 + delta) * blk.ridge * blk.d * blk.d
-        beta, ok = self._refine_windows(blk, idx, valid, empty, beta[None], ridge[None], correct, two)
+                def correct(G, j):
+                    return self._woodbury_solve(blk, idx, valid, nu, C, G)
+
+            ridge = (1.0 + delta) * blk.ridge * blk.d * blk.d
+            beta, ok = self._refine_windows(blk, idx, valid, empty, beta[None], ridge[None], correct, two)
         if not ok[0]:
             return None
         return k @ beta[0] if k is not None else beta[0]
@@ -753,16 +754,11 @@ class PrimalSolver(CoreBlockSolver):
         window's fast solve ``P⁻¹g`` (:meth:`_woodbury_solve`): the correction of a
         refinement step, to :data:`~._kernels.REFINED_TOL`. Returns the solutions
         ``(nw, D, c)`` and which windows converged."""
-        nw, c, D = idx.shape[0], self.c, self.D
-        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
-        Cinv = np.linalg.inv(C) if nw else C
-        # X₀ = Lᵀ P⁻¹(g/d) = u − R_I ν C⁻¹ ν R_Iᵀ u,  u = L⁻¹(g/d)
-        u = blk._fwd(np.moveaxis(G, 0, 1).reshape(D, nw * c) / blk.d[:, None])
-        t = (blk.R.T @ u).reshape(-1, nw, c)[idx, w_of] * (nu * valid)[:, :, None]
-        X0 = u - blk.R @ self._scatter(blk, idx, valid, nu[:, :, None] * (Cinv @ t))
-        X, ok = self._shifted(blk, idx, valid, nu, Cinv, X0, delta, tol=REFINED_TOL)
-        dbeta = lapack.dtrtrs(blk.L, X.reshape(D, nw * c), lower=1, trans=1)[0] / blk.d[:, None]
-        return np.moveaxis(dbeta.reshape(D, nw, c), 0, 1), ok
+        Cinv = np.linalg.inv(C) if idx.shape[0] else C
+        # X₀ = Lᵀ P⁻¹(g/d)
+        X0 = self._woodbury_X(blk, idx, valid, nu, G, lambda t: Cinv @ t)
+        X, ok = self._shifted(blk, idx, valid, nu, Cinv, X0.reshape(self.D, -1), delta, tol=REFINED_TOL)
+        return self._scaled_beta(blk, X), ok
 
     def _shifted(self, blk, idx, valid, nu, Cinv, X0, delta, tol=None):
         """``(I + δ P⁻¹Σ) x = x₀`` on ``X = Lᵀx`` for the windows of ``idx``
@@ -819,11 +815,10 @@ class PrimalSolver(CoreBlockSolver):
 
     def _coef(self, blk, nu_m, lo, hi):
         if isinstance(nu_m, _Scaled):  # X = Lᵀx of the window (a ridge with forgetting)
-            return lapack.dtrtrs(blk.L, nu_m.X, lower=1, trans=1)[0] / blk.d[:, None]
+            return self._scaled_beta(blk, nu_m.X[:, None])[0]
         # β = d⁻¹ L_A⁻ᵀ (h_I − R_I ν C⁻¹ ν R_Iᵀ h_I),  h_I = h_A + R_I (w s y)_I
         I = slice(lo, hi)
-        w = blk.h + blk.R[:, I] @ (blk.wy[I] - nu_m)
-        return lapack.dtrtrs(blk.L, w, lower=1, trans=1)[0] / blk.d[:, None]
+        return self._scaled_beta(blk, (blk.h + blk.R[:, I] @ (blk.wy[I] - nu_m))[:, None])[0]
 
 
 class _Scaled:
