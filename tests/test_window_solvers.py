@@ -1542,3 +1542,54 @@ def test_primal_refinement_with_a_row_of_tiny_norm(row_scale, target):
     err = np.abs(pred - o_pred)[:, 0]
     steps = np.r_[N:150, 151:T]  # (the tiny row's own prediction is of its scale)
     assert np.all(err[steps] <= tol[steps]), np.max(err[steps] / tol[steps])
+
+
+@pytest.mark.parametrize("near_first", [False, True])
+@pytest.mark.parametrize("D", [64, 1024])
+def test_short_window_pairs_of_rows_are_judged_one_by_one(D, near_first):
+    # The candidate pairs of parallel rows are compared once per pair of rows, not once
+    # per window (at D = 1024 and 4096 the rows gathered for every window's pairs cost
+    # more than the solves): each pair keeps its own verdict. Exact repeats and rows a
+    # relative 1e-9 from another (not parallel: lstsq's cut-off keeps what separates
+    # them) share the windows here; merging the near pairs moves β far off the oracle.
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+
+    rng = np.random.default_rng(D + near_first)
+    N, T = 20, 90
+    Z, y = rng.normal(size=(T, D)), rng.normal(size=T)
+    for t in range(6, T, 6):
+        exact, near = (t - 3, t - 5) if near_first else (t - 5, t - 3)
+        Z[t] = Z[exact]
+        Z[t + 1] = Z[near] * (1.0 + 1e-9 * rng.normal(size=D))
+        y[t + 1] = y[near] + 1.0
+    for rows_per_call in (1, 250):
+        reg = QREWRLSRegressor(N)
+        pred = np.concatenate([prequential_predict(reg, Z[a : a + rows_per_call], y[a : a + rows_per_call])
+                               for a in range(0, T, rows_per_call)])
+        o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=1.0, alpha=0.0)
+        bound = np.maximum(1e-9, 100 * EPS * kappa) * max(1.0, np.abs(o_pred).max())
+        assert np.all(np.abs(pred - o_pred[:, 0]) <= bound)
+
+
+@pytest.mark.parametrize("D", [8, 256])
+def test_short_window_zero_weight_rows_do_not_see_later_rows(D):
+    # Zero-weight rows are predicted in the call's one pass from each window's products
+    # with the row: which later rows of the call have zero weights (or any values) must
+    # not change an earlier prediction, to the last bit.
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+
+    rng = np.random.default_rng(D)
+    N, T = 20, 120
+    Z, y = rng.normal(size=(T, D)), rng.normal(size=T)
+    w = (rng.random(T) > 0.3).astype(float)
+    w[[0, 19, 40, 57, 118]] = 0.0
+    w[[18, 39, 56, 117]] = 1.0
+    base = prequential_predict(QREWRLSRegressor(N), Z, y, sample_weight=w)
+    for i in (0, 19, 40, 57, 118):  # zero-weight rows, and the row after them changed
+        Z2, y2, w2 = Z.copy(), y.copy(), w.copy()
+        w2[i + 1 :] = rng.random(T - i - 1) > 0.5
+        Z2[i + 1 :] *= -3.0
+        y2[i:] += 2.0
+        w2[i + 1] = 1.0
+        other = prequential_predict(QREWRLSRegressor(N), Z2, y2, sample_weight=w2)
+        assert np.array_equal(other[: i + 1], base[: i + 1])

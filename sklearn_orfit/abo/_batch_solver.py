@@ -226,7 +226,9 @@ class BatchSolver:
                 Y_pred[:] = sn[:, None] * np.einsum("jn,jnc->jc", band[N : N + b, N:0:-1], a[:b])
                 if inert_j is not None:
                     # x_j·β_j = Σ_i â_j[i] ⟨x_j, ẑ_i⟩ over window j's unit rows
-                    k = np.einsum("jnd,jd->jn", unit_rows(win[inert_j]), X_inert[inert_j])
+                    k = _window_products(Zo, Zn, inert_j, X_inert[inert_j])
+                    if raw:
+                        k /= np.where(s_w[inert_j] > 0, s_w[inert_j], 1.0)
                     Y_pred[inert_j] = np.einsum("jn,jnc->jc", k, a[inert_j])
             beta = unit_rows(win[b]).T @ a[b]
             K_last = _gram_of_window(band, N + b, N)
@@ -367,12 +369,18 @@ class BatchSolver:
         cand = (np.abs(K) >= 1.0 - 1e-8) & live[:, :, None] & live[:, None, :] & (il[:, None] < il[None, :])
         jj, ii, ll = np.nonzero(cand)
         sign = np.sign(K[jj, ii, ll])  # −1: opposite directions, ẑ_l = −ẑ_i
-        P, Q = rows(ids[jj, ii]), rows(ids[jj, ll])
+        # a pair of rows is compared once, whichever windows share it (windows that slide
+        # by one row share most of their pairs): O(pairs·D) for the distinct pairs
+        gi, gl = ids[jj, ii], ids[jj, ll]
+        base = int(ids.max(initial=0)) + 1
+        pairs, first, back = np.unique(gi * base + gl, return_index=True, return_inverse=True)
+        P, Q = rows(pairs // base), rows(pairs % base)
         D = P.shape[1]
         with np.errstate(divide="ignore", invalid="ignore", over="ignore", under="ignore"):
             P = P / np.linalg.norm(P, axis=1, keepdims=True)
             Q = Q / np.linalg.norm(Q, axis=1, keepdims=True)
-            close = np.linalg.norm(P - sign[:, None] * Q, axis=1) <= min(8.0, max(n, D) / 2) * EPS
+            close = np.linalg.norm(P - sign[first][:, None] * Q, axis=1) <= min(8.0, max(n, D) / 2) * EPS
+        close = close[back.ravel()]
         jj, ii, ll, sign = jj[close], ii[close], ll[close], sign[close]
         merged = np.zeros(m, dtype=bool)
         merged[jj] = True
@@ -729,6 +737,23 @@ def _take(Zo, Zn, idx):
     out[old] = Zo[idx[old]]
     out[~old] = Zn[idx[~old] - Zo.shape[0]]
     return out
+
+
+def _window_products(Zo, Zn, js, X):
+    """``k[q, i] = ⟨X[q], E[js[q] + i]⟩`` for ``i < N``, ``E = [Zo; Zn]`` (``N`` rows in
+    ``Zo``): the products of rows ``X`` with the rows of windows ``js``, one product of a
+    window's rows (views of ``Zo`` and ``Zn``, not gathered copies) with its row each, so
+    that a window's products do not depend on the others asked for (later rows of a call
+    must not change an earlier prediction, to the last bit)."""
+    N = Zo.shape[0]
+    k = np.empty((js.size, N))
+    for q, j in enumerate(js.tolist()):
+        if j >= N:
+            np.dot(Zn[j - N : j], X[q], out=k[q])
+        else:
+            np.dot(Zo[j:], X[q], out=k[q, : N - j])
+            np.dot(Zn[:j], X[q], out=k[q, N - j :])
+    return k
 
 
 def _band(Zo, Zn, N):
