@@ -38,6 +38,50 @@ def assert_matches_oracle_at(steps, pred, Z, y, *, N, lam=1.0, alpha=0.0):
     return kappa
 
 
+def _cutoff_stream(rows=570):
+    """RFF (D = 500, σ = 0.5) of the ABO series, 7 lags: windows of N = 500 rows weighted
+    by λ = 0.9 have singular values running through lstsq's cut-off (the solver sweep's
+    point N = D = 500, λ = 0.9, α = 0, rff)."""
+    from sklearn_orfit import RandomFourierFeatures
+    from sklearn_orfit.datasets import make_abo_series, make_lagged
+
+    X, y = make_lagged(make_abo_series(rows + 7, random_state=0), 7)
+    Z = RandomFourierFeatures(500, sigma=0.5, random_state=0).fit(X[:1]).transform(X)
+    return np.ascontiguousarray(Z), np.asarray(y, dtype=float)
+
+
+def test_a_factor_at_the_cutoff_is_solved_as_lstsq_solves_the_window():
+    # The SVD of a window's triangular factor and lstsq (LAPACK gelsd) on the window decide
+    # singular values within rounding of the cut-off differently, and the minimum-norm
+    # answer jumps with each: on these windows the factor's SVD was 1.2-36 bound units
+    # from the oracle (steps 505, 563, 567), gelsd on the window within 0.001.
+    Z, y = _cutoff_stream()
+    N, lam = 500, 0.9
+    sw = np.sqrt(lam) ** np.arange(N - 1, -1, -1)
+    for t in (505, 563, 567):
+        A, Yw = Z[t - N : t] * sw[:, None], (y[t - N : t] * sw)[:, None]
+        orth = window_solvers.SlidingQR(A, orientation="columns", window_size=N, slots=np.arange(N))
+        beta = orth.solve(Yw, alpha=0.0, window=lambda: (A, Yw))
+        o_beta, kappa = window_lstsq(Z, y[:, None], t, window_size=N, forgetting_factor=lam, alpha=0.0)
+        o = Z[t] @ o_beta[:, 0]
+        err = abs(Z[t] @ beta[:, 0] - o) / (max(1e-9, 100 * EPS * kappa) * max(1.0, abs(o)))
+        assert err <= 0.01, (t, err)
+
+
+def test_windows_at_the_cutoff_stay_within_the_bound():
+    # The solver sweep's one point outside the bound (N = D = 500, λ = 0.9, α = 0, rff:
+    # 1.17-3.31 units at steps 505-567 in its runs): windows solved on the orthogonal route
+    # by their factor's SVD. Near-square windows at the cut-off are now solved as lstsq
+    # solves them (gelsd on the window the solver holds).
+    Z, y = _cutoff_stream()
+    reg = QREWRLSRegressor(500, forgetting_factor=0.9)
+    pred = np.concatenate([prequential_predict(reg, Z[:500], y[:500]),
+                           prequential_predict(reg, Z[500:516], y[500:516]),
+                           prequential_predict(reg, Z[516:], y[516:])])
+    assert reg.n_orthogonal_windows_ > 0
+    assert_matches_oracle_at(np.array([505, 540, 563, 567]), pred, Z, y, N=500, lam=0.9)
+
+
 def test_svd_falls_back_to_gesvd_where_gesdd_does_not_converge(monkeypatch):
     # LAPACK's gesdd failed ("SVD did not converge") on a rank-deficient triangular factor
     # of a window whose first lag rows were identical; gesvd decomposes it. The failure
