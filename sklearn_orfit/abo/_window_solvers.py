@@ -509,8 +509,9 @@ class SlidingQR:
 #: does (:func:`~._kernels.window_lstsq` on the window, rather than the SVD of its
 #: factor) when it is at most this many times longer than wide (or wider than long):
 #: ``gelsd`` costs ``O(n·D·min(n, D))`` against ``O(min(n, D)³)`` for the factor's SVD
-#: (measured, one thread: 30 against 46 ms at ``500×500``; a ``500×64`` window of rows
-#: 1e±100 apart 1.4 ms against 0.8 for its ``64×64`` factor).
+#: (measured, one thread: 30.5 against 58.1 ms at ``500×500``, 58 against 98 at
+#: ``1000×512``; a ``500×64`` window of rows 1e±100 apart 1.4 ms against 0.8 for its
+#: ``64×64`` factor).
 WINDOW_LSTSQ_ASPECT = 2.0
 
 
