@@ -38,6 +38,49 @@ def assert_matches_oracle_at(steps, pred, Z, y, *, N, lam=1.0, alpha=0.0):
     return kappa
 
 
+def test_a_zero_weight_row_of_large_scale_in_a_call_of_many_rows():
+    # Short-window solver, rows of norm 1e70 (moderate: their products are taken as
+    # given) and a zero-weight row of scale 1e250: its products with the window's rows
+    # overflowed before they were divided by the rows' norms, and the whole call was
+    # refused as overflowing; the prediction (5.5e179) is finite.
+    rng = np.random.default_rng(0)
+    N, D, T, lam = 8, 16, 20, 0.9
+    Z = rng.normal(size=(T, D)) * 1e70
+    y = rng.normal(size=T)
+    w = np.ones(T)
+    w[15] = 0.0
+    Z[15] = rng.normal(size=D) * 1e250
+    reg = QREWRLSRegressor(N, forgetting_factor=lam)
+    pred = np.concatenate([prequential_predict(reg, Z[a : a + 10], y[a : a + 10], sample_weight=w[a : a + 10])
+                           for a in (0, 10)])
+    assert np.isfinite(pred).all()
+    assert_matches_oracle(pred, Z, y, N=N, lam=lam, sample_weight=w)
+
+
+@pytest.mark.parametrize("scale", [1e120, 1e-120])
+def test_a_later_row_of_extreme_norm_does_not_change_earlier_predictions(scale):
+    # A row of norm outside [1e-100, 1e100] sends the short-window solver to unit rows;
+    # the whole block was redone that way, and the predictions of the rows before it
+    # changed in their last bits with a later row's scale (a zero-weight row's too).
+    # The rows before it are now learned as given, as in a call that ended there.
+    import pickle
+
+    rng = np.random.default_rng(0)
+    N, D, T = 5, 8, 12
+    for trial in range(20):
+        Z, y = rng.normal(size=(T, D)), rng.normal(size=T)
+        w = np.ones(T)
+        w[6] = 0.0
+        reg = QREWRLSRegressor(N)
+        prequential_predict(reg, Z[:5], y[:5])
+        blob = pickle.dumps(reg)
+        base = prequential_predict(pickle.loads(blob), Z[5:], y[5:], sample_weight=w[5:])
+        Z2 = Z.copy()
+        Z2[10] *= scale
+        other = prequential_predict(pickle.loads(blob), Z2[5:], y[5:], sample_weight=w[5:])
+        assert np.array_equal(other[:5], base[:5]), trial
+
+
 def _cutoff_stream(rows=570):
     """RFF (D = 500, σ = 0.5) of the ABO series, 7 lags: windows of N = 500 rows weighted
     by λ = 0.9 have singular values running through lstsq's cut-off (the solver sweep's

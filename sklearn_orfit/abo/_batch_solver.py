@@ -24,7 +24,7 @@ from scipy.linalg.blas import dnrm2, idamax
 
 from .._docstrings import fill_doc
 from ._window import (
-    OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate, moderate_squared, normalise_rows,
+    OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate, normalise_rows,
 )
 from ._kernels import (
     EPS, GRAM_KAPPA_MAX, REDUCED_SHARE_SCRATCH, few_rows, lstsq_stack, packed_rows, probes,
@@ -119,15 +119,22 @@ class BatchSolver:
         rows = max(1, _BLOCK_NUMBERS // (N * (N + 1) if self.dual else (D * D + N * D)))
         if not raw:
             rows = min(rows, max(1, _BLOCK_NUMBERS // max(D, 1)))
-        a = 0
+        a, upto = 0, None
         while a < Z.shape[0]:
-            b = min(a + rows, Z.shape[0])
+            b = min(a + rows, Z.shape[0]) if upto is None else upto
+            upto = None
             try:
                 Yp = self._block(Z[a:b], Y[a:b], predict=predict, raw=raw,
                                  inert=None if inert is None else (inert[0][a:b], inert[1][a:b]))
-            except _NotModerate:
-                # extreme norms: this block, and the rest of the call, on unit rows
-                raw, rows = False, min(rows, max(1, _BLOCK_NUMBERS // max(D, 1)))
+            except _NotModerate as stop:
+                if stop.first:
+                    # the rows before the first of extreme norm are learned as given, as
+                    # they would be in a call that ended there: a later row must not
+                    # change an earlier prediction, to the last bit
+                    upto = a + stop.first
+                else:
+                    # extreme norms: this block, and the rest of the call, on unit rows
+                    raw, rows = False, min(rows, max(1, _BLOCK_NUMBERS // max(D, 1)))
                 continue
             if predict:
                 Y_pred[a:b] = Yp
@@ -159,15 +166,21 @@ class BatchSolver:
             Zo *= so[:, None]
             band = _band(Zo, Zn, N)
             ss = band[N:, 0]  # ‖z‖² of the new rows, from the band
-            if not (moderate(so) and moderate_squared(ss, Zn)):
+            if not moderate(so):
                 raise _NotModerate
+            first = _first_immoderate(ss, Zn, 1e100)
+            if first is not None:
+                raise _NotModerate(first)
             sn = np.sqrt(ss)
         elif raw:
             # norms in [1e-50, 1e50] and weights ≥ 1e-50: w z zᵀ neither overflows nor
             # loses a row to underflow (_primal's unscaled case, _primal_unscaled)
             ss = np.einsum("ij,ij->i", Zn, Zn)
-            if not self._primal_unscaled(moderate(so, _PRIMAL_RANGE) and moderate_squared(ss, Zn, _PRIMAL_RANGE)):
+            if not self._primal_unscaled(moderate(so, _PRIMAL_RANGE)):
                 raise _NotModerate
+            first = _first_immoderate(ss, Zn, _PRIMAL_RANGE)
+            if first is not None:
+                raise _NotModerate(first)
             Zo *= so[:, None]
             sn = np.sqrt(ss)
         # E = [Zo; Zn] is never formed (a copy of the whole call): rows come from _take
@@ -225,11 +238,17 @@ class BatchSolver:
             if predict:
                 Y_pred[:] = sn[:, None] * np.einsum("jn,jnc->jc", band[N : N + b, N:0:-1], a[:b])
                 if inert_j is not None:
-                    # x_j·β_j = Σ_i â_j[i] ⟨x_j, ẑ_i⟩ over window j's unit rows
-                    k = _window_products(Zo, Zn, inert_j, X_inert[inert_j])
+                    # x_j·β_j = Σ_i â_j[i] ⟨x_j, ẑ_i⟩ over window j's unit rows, with x_j
+                    # taken to unit scale first (m_j = max|x_j|, put back at the end): a
+                    # zero-weight row's x is checked for no scale, and on the raw route
+                    # its products with rows of norm up to 1e100 would otherwise overflow
+                    X_j = X_inert[inert_j]
+                    m = np.abs(X_j).max(axis=1, initial=0.0)
+                    m = np.where(m > 0, m, 1.0)
+                    k = _window_products(Zo, Zn, inert_j, X_j / m[:, None])
                     if raw:
                         k /= np.where(s_w[inert_j] > 0, s_w[inert_j], 1.0)
-                    Y_pred[inert_j] = np.einsum("jn,jnc->jc", k, a[inert_j])
+                    Y_pred[inert_j] = np.einsum("jn,jnc->jc", k, a[inert_j]) * m[:, None]
             beta = unit_rows(win[b]).T @ a[b]
             K_last = _gram_of_window(band, N + b, N)
         else:
@@ -652,7 +671,24 @@ class BatchSolver:
 
 
 class _NotModerate(Exception):
-    """A block's norms are too small or too large for the band of the rows as given."""
+    """A block's norms are too small or too large for the band of the rows as given.
+
+    ``first``: the first new row whose norm is (0: the window's own norms, or weights,
+    already are): the rows before it may still be learned as given."""
+
+    def __init__(self, first=0):
+        super().__init__(first)
+        self.first = int(first)
+
+
+def _first_immoderate(ss, rows, bound):
+    """The index of the first row whose squared norm ``ss`` (from ``rows``) is not
+    moderate (:func:`~._window.moderate_squared`, row by row), or None."""
+    with np.errstate(invalid="ignore"):
+        s = np.sqrt(ss)
+        bad = ((ss == 0.0) & rows.any(axis=1)) | ((s > 0) & ~((s >= 1.0 / bound) & (s <= bound)))
+    i = np.flatnonzero(bad)
+    return int(i[0]) if i.size else None
 
 
 def _spread(ws, s, keep):
