@@ -24,7 +24,7 @@ from scipy.linalg.blas import dnrm2, idamax
 
 from .._docstrings import fill_doc
 from ._window import (
-    OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, moderate, normalise_rows,
+    OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, first_immoderate, moderate, normalise_rows,
 )
 from ._kernels import (
     EPS, GRAM_KAPPA_MAX, REDUCED_SHARE_SCRATCH, few_rows, lstsq_stack, packed_rows, probes,
@@ -168,7 +168,7 @@ class BatchSolver:
             ss = band[N:, 0]  # ‖z‖² of the new rows, from the band
             if not moderate(so):
                 raise _NotModerate
-            first = _first_immoderate(ss, Zn, 1e100)
+            first = first_immoderate(ss, Zn)
             if first is not None:
                 raise _NotModerate(first)
             sn = np.sqrt(ss)
@@ -178,7 +178,7 @@ class BatchSolver:
             ss = np.einsum("ij,ij->i", Zn, Zn)
             if not self._primal_unscaled(moderate(so, _PRIMAL_RANGE)):
                 raise _NotModerate
-            first = _first_immoderate(ss, Zn, _PRIMAL_RANGE)
+            first = first_immoderate(ss, Zn, _PRIMAL_RANGE)
             if first is not None:
                 raise _NotModerate(first)
             Zo *= so[:, None]
@@ -679,16 +679,6 @@ class _NotModerate(Exception):
     def __init__(self, first=0):
         super().__init__(first)
         self.first = int(first)
-
-
-def _first_immoderate(ss, rows, bound):
-    """The index of the first row whose squared norm ``ss`` (from ``rows``) is not
-    moderate (:func:`~._window.moderate_squared`, row by row), or None."""
-    with np.errstate(invalid="ignore"):
-        s = np.sqrt(ss)
-        bad = ((ss == 0.0) & rows.any(axis=1)) | ((s > 0) & ~((s >= 1.0 / bound) & (s <= bound)))
-    i = np.flatnonzero(bad)
-    return int(i[0]) if i.size else None
 
 
 def _spread(ws, s, keep):

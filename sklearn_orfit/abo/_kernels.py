@@ -16,8 +16,9 @@
   ridge);
 * :func:`min_norm_solve` — the minimum-norm (or ridge) least-squares solution of one
   factor with lstsq's cut-off, from its SVD;
-* :func:`cutoff_clear` and :func:`window_lstsq` — whether a window's triangular factor
-  has a singular value at lstsq's cut-off, and lstsq's own answer on a window that has;
+* :func:`clear_of_cutoff` and :func:`window_lstsq` — whether a window's triangular
+  factor has a singular value at lstsq's cut-off, and lstsq's own answer on a window that
+  has;
 * :func:`few_rows` — the rows of a window that are not negligible (rows and targets
   below ``eps/n`` of the largest are a perturbation under rounding), and whether few are;
 * :func:`lstsq_stack` — the orthogonal route from scratch (QR, then an SVD of the small
@@ -37,7 +38,6 @@ __all__ = [
     "GRAM_KAPPA_MAX",
     "cholesky",
     "clear_of_cutoff",
-    "cutoff_clear",
     "cutoff_margin",
     "lstsq_cutoff",
     "lstsq_stack",
@@ -381,15 +381,7 @@ def cutoff_margin(R, *, n, D, ridge=False):
     return math.sqrt(r1) * math.sqrt(max(r_inf, 0.0)) / rel if info == 0 else 0.0
 
 
-def clear_of_cutoff(R, *, n, D, ridge=False):
-    """Whether the triangular factor ``R`` of an ``n×D`` window (or of its transpose) has
-    no singular value near :func:`lstsq_cutoff` (:func:`cutoff_margin` above 10): a
-    triangular solve with it is then lstsq's solution, within ``eps·κ(R)``, in ``O(k²)``
-    for ``k×k`` ``R``."""
-    return cutoff_margin(R, n=n, D=D, ridge=ridge) > 10.0
-
-
-#: :func:`triangular_lstsq` takes the singular values of a factor whose
+#: :func:`clear_of_cutoff` takes the singular values of a factor whose
 #: :func:`cutoff_margin` is between this and 10 before an SVD with vectors (measured on
 #: the solver sweep's RFF windows at ``N = D = 500``, ``λ = 0.9``, ``α = 0``: 64 windows
 #: with no singular value at the cut-off had margins 0.10…9.98, 176 with one or more
@@ -397,9 +389,9 @@ def clear_of_cutoff(R, *, n, D, ridge=False):
 NEAR_CUTOFF = 0.1
 
 
-def cutoff_clear(R, *, n, D, ridge=False):
-    """Whether no singular value of the square upper-triangular factor ``R`` of an
-    ``n×D`` window is at :func:`lstsq_cutoff`, so that a triangular solve with it is
+def clear_of_cutoff(R, *, n, D, ridge=False):
+    """Whether no singular value of the triangular factor ``R`` of an ``n×D`` window (or
+    of its transpose) is at :func:`lstsq_cutoff`, so that a triangular solve with it is
     lstsq's solution (within ``eps·κ(R)``).
 
     Clear by the condition estimate (:func:`cutoff_margin` above 10): ``O(k²)`` for
@@ -420,11 +412,11 @@ def cutoff_clear(R, *, n, D, ridge=False):
 def triangular_lstsq(R, B, *, n, D, ridge=False, trans=False):
     """lstsq's solution from the square upper-triangular factor ``R`` of an ``n×D``
     window: ``R⁻¹B`` (``R⁻ᵀB`` with ``trans``) when no singular value of ``R`` is at
-    the cut-off (:func:`cutoff_clear`), else ``pinv(R) B`` with the cut-off
+    the cut-off (:func:`clear_of_cutoff`), else ``pinv(R) B`` with the cut-off
     (:func:`min_norm_solve`, ``O(k³)``; a caller that holds the window itself solves it
     by :func:`window_lstsq` instead).
     """
-    if cutoff_clear(R, n=n, D=D, ridge=ridge):
+    if clear_of_cutoff(R, n=n, D=D, ridge=ridge):
         return triangular_solve(R, B, trans=trans)
     return min_norm_solve(R.T if trans else R, B, n=n, D=D)
 

@@ -16,7 +16,7 @@ from .._streaming._base import make_private, needs_private
 from ._kernels import svd
 
 __all__ = [
-    "OVERFLOW_MESSAGE", "RingBuffer", "WindowBuffer", "moderate", "moderate_squared",
+    "OVERFLOW_MESSAGE", "RingBuffer", "WindowBuffer", "first_immoderate", "moderate",
     "normalise_rows",
 ]
 
@@ -77,20 +77,21 @@ def moderate(s, bound=1e100):
     products of rows of such norms neither overflow nor lose more than ``D·1e-108`` of
     their scale to underflow: divided by the norms they are the unit rows' products.
     A squared norm computed from the rows is no such ``s``: the squares of a row of norm
-    ``1e-170`` underflow to ``0`` (see :func:`moderate_squared`).
+    ``1e-170`` underflow to ``0`` (see :func:`first_immoderate`).
     """
     nonzero = np.where(s > 0.0, s, 1.0)
     return bool(nonzero.min(initial=1.0) >= 1.0 / bound and nonzero.max(initial=1.0) <= bound)
 
 
-def moderate_squared(ss, rows, bound=1e100):
-    """Whether the squared norms ``ss = ‖rows[i]‖²`` (computed from ``rows``) all lie in
-    ``[1/bound², bound²]``, a ``0`` only for a row that is zero (not one whose squares
-    underflowed)."""
-    zero = ss == 0.0
-    if zero.any() and rows[zero].any():
-        return False
-    return moderate(np.sqrt(ss), bound)
+def first_immoderate(ss, rows, bound=1e100):
+    """The index of the first row whose squared norm ``ss[i] = ‖rows[i]‖²`` (computed
+    from ``rows``) is not ``0`` or in ``[1/bound², bound²]`` (see :func:`moderate`), or
+    None; a ``0`` counts only for a row that is zero, not one whose squares underflowed."""
+    with np.errstate(invalid="ignore"):
+        s = np.sqrt(ss)
+        bad = ((ss == 0.0) & rows.any(axis=1)) | ((s > 0) & ~((s >= 1.0 / bound) & (s <= bound)))
+    i = np.flatnonzero(bad)
+    return int(i[0]) if i.size else None
 
 
 def _norm_overflow():

@@ -21,7 +21,7 @@ import numpy as np
 import scipy.linalg
 
 from ._kernels import (
-    EPS, REDUCED_SHARE, cutoff_clear, few_rows, lstsq_cutoff, lstsq_stack, min_norm_solve, probes,
+    EPS, REDUCED_SHARE, clear_of_cutoff, few_rows, lstsq_cutoff, lstsq_stack, min_norm_solve, probes,
     ridge_from_factor, triangular_lstsq, triangular_solve, unbatched, window_lstsq,
 )
 
@@ -451,7 +451,7 @@ class SlidingQR:
         ``O(n²)`` plus one product with ``Q`` when ``R`` is safely invertible (a
         triangular solve), ``O(n³)`` (the singular values of ``R``, or an SVD of it)
         when lstsq's cut-off could truncate a singular value of the window
-        (:func:`~._kernels.triangular_lstsq`). Without a ridge, ``window()`` (when
+        (:func:`~._kernels.clear_of_cutoff`). Without a ridge, ``window()`` (when
         given) returns the weighted window and its targets: a window with a singular
         value at the cut-off is then solved as lstsq solves it
         (:func:`~._kernels.window_lstsq`), ``O(n·D·min(n, D))``.
@@ -483,22 +483,17 @@ class SlidingQR:
                 if beta is not None:
                     return beta
         # Ã = Rᵀ Qᵀ ⇒ β = Q pinv(Rᵀ) Ỹ;  Ã = Q R ⇒ β = pinv(R) Qᵀ Ỹ (Q: orthonormal
-        # columns); R⁻ᵀ and R⁻¹ when no singular value is at the cut-off
-        if alpha == 0.0 and not self.root_alpha and window is not None:
-            # (one cut-off test: a clear factor is solved here, one at the cut-off as lstsq
-            # solves the window, and only where that fails by the factor's SVD)
-            square = R.shape[0] == R.shape[1]
-            if square and cutoff_clear(R, n=n_rows, D=D):
+        # columns); R⁻ᵀ and R⁻¹ when no singular value is at the cut-off; at it, the
+        # window as lstsq solves it (without a ridge, given the window), else the SVD below
+        if alpha == 0.0:
+            if R.shape[0] == R.shape[1] and clear_of_cutoff(R, n=n_rows, D=D, ridge=bool(self.root_alpha)):
                 if self.orientation == "columns":
                     return Q @ triangular_solve(R, Yw, trans=True)
                 return triangular_solve(R, Q.T @ Yw)
-            beta = window_lstsq(*window())
-            if beta is not None:
-                return beta
-        elif alpha == 0.0 and R.shape[0] == R.shape[1]:
-            if self.orientation == "columns":
-                return Q @ triangular_lstsq(R, Yw, n=n_rows, D=D, ridge=bool(self.root_alpha), trans=True)
-            return triangular_lstsq(R, Q.T @ Yw, n=n_rows, D=D, ridge=bool(self.root_alpha))
+            if window is not None and not self.root_alpha:
+                beta = window_lstsq(*window())
+                if beta is not None:
+                    return beta
         # with a ridge the same with s/(s² + α) for 1/s
         if self.orientation == "columns":
             return Q @ min_norm_solve(R.T, Yw, n=n_rows, D=D, alpha=alpha)
@@ -939,13 +934,13 @@ class CoreBlockSolver:
         # and its target is zeroed with it, as lstsq_stack does: else the rounding of the
         # factors' entries for that row (eps, where they should be 0) carries it (a target
         # of 1e100 on a row of 1e-200 moved β by 1e83 units)
-        Y = buf.Y[slots]
-        window = None
-        if max(buf.n, self.D) <= WINDOW_LSTSQ_ASPECT * min(buf.n, self.D):
-            def window():  # the weighted window as lstsq takes it (zero rows: zero targets)
-                Z, Yr = buf.raw()
-                return Z * sw[:, None], Yr * np.where(buf.s[slots] > 0, sw, 0.0)[:, None]
-        return self.orth.solve(Y * np.where(buf.s[slots] > 0, sw, 0.0)[:, None], alpha=self.alpha, window=window)
+        Yw = buf.Y[slots] * np.where(buf.s[slots] > 0, sw, 0.0)[:, None]
+
+        def window():  # the weighted window and its targets, as lstsq takes them
+            return buf.raw()[0] * sw[:, None], Yw
+
+        near_square = max(buf.n, self.D) <= WINDOW_LSTSQ_ASPECT * min(buf.n, self.D)
+        return self.orth.solve(Yw, alpha=self.alpha, window=window if near_square else None)
 
     def _oldest_weighted(self):
         """The oldest row of the window and its target, with their current weight."""
