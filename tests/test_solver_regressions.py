@@ -3,7 +3,7 @@ fast routes. Each test fails on the version before its fix."""
 
 import numpy as np
 import pytest
-from _oracle import prequential_oracle, window_lstsq
+from _oracle import abo_features, prequential_oracle, window_lstsq
 
 import sklearn_orfit.abo._kernels as kernels
 import sklearn_orfit.abo._window_solvers as window_solvers
@@ -1060,3 +1060,44 @@ def test_the_from_scratch_solve_leaves_a_zero_row_target_out(n, D, rank_one):
     Y[n // 2] = 1e250
     beta, _ = kernels.lstsq_stack(A[None], Y[None], reduce=False)
     np.testing.assert_allclose(beta[0], expected, rtol=0, atol=1e-10 * np.abs(expected).max())
+
+
+@pytest.mark.parametrize("route, N, D", [("dual", 80, 200), ("primal", 200, 100)])
+@pytest.mark.parametrize("calls", [250, 7, 1])
+@pytest.mark.parametrize("zero_weights", [False, True])
+def test_several_targets_with_a_ridge_and_forgetting(route, N, D, calls, zero_weights, monkeypatch):
+    # A ridge with forgetting iterates each window's solution, one column a target: with
+    # c targets a step cost c times one target's (N = 400, D = 1024, c = 96: 22 ms an
+    # update, 45× one target's). A window whose solution serves only to predict the row
+    # after it is now solved from that row instead (one column, whatever c): every step
+    # within the oracle's bound, in calls of any length, with zero-weight rows (whose
+    # windows still need their solution) in the stream.
+    from sklearn_orfit.abo._dual_solver import DualSolver
+    from sklearn_orfit.abo._primal_solver import PrimalSolver
+
+    solver_cls = DualSolver if route == "dual" else PrimalSolver
+    windows = []
+    original = solver_cls._forgetting_predictions
+
+    def spy(self, blk, idx, *args):
+        windows.append(idx.shape[0])
+        return original(self, blk, idx, *args)
+
+    monkeypatch.setattr(solver_cls, "_forgetting_predictions", spy)
+    Z, y = abo_features(D, 2 * N + 150)
+    rng = np.random.default_rng(0)
+    Y = np.column_stack([y, np.sin(3 * y), rng.normal(size=y.shape), y**2])
+    w = (rng.random(len(y)) > 0.1).astype(float) if zero_weights else None
+    lam, alpha = (0.99, 1e-3) if route == "dual" else (0.97, 1e-5)
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
+    pred = np.concatenate([
+        prequential_predict(reg, Z[a : a + calls], Y[a : a + calls],
+                            **({} if w is None else {"sample_weight": w[a : a + calls]}))
+        for a in range(0, len(y), calls)])
+    assert isinstance(getattr(reg._solver, "inner", reg._solver), solver_cls)
+    if calls > 1:  # (a one-row call predicts from the coefficients of the call before)
+        assert sum(windows) > N
+    assert_matches_oracle(pred, Z, Y, N=N, lam=lam, alpha=alpha, sample_weight=w)
+    o_beta = prequential_oracle(Z[-N:], Y[-N:], window_size=N, forgetting_factor=lam, alpha=alpha,
+                                sample_weight=None if w is None else w[-N:])[2]
+    np.testing.assert_allclose(reg.coef_, o_beta, atol=1e-9 * np.abs(o_beta).max())

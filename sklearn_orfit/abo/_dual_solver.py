@@ -37,8 +37,8 @@ from scipy.linalg import lapack
 from .._docstrings import fill_doc
 from ._window import normalise_rows
 from ._kernels import (
-    GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cholesky, lstsq_cutoff, solve_shifted,
-    solve_stack,
+    GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cholesky, lstsq_cutoff, scatter_rows,
+    solve_shifted, solve_stack,
 )
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
@@ -258,8 +258,11 @@ class DualSolver(CoreBlockSolver):
     -----
     Per row: one ``N×D`` product (the new row's Gram row), two triangular solves with the
     core factor (``O(N²)``), ``O(N·b + b³)`` for the periphery, and ``O(N³/b)`` amortised
-    for the core's factorisation. Memory: the window (``N×D``), its Gram matrix and the
-    core factor (``N×N`` each), the periphery (``O(N·b)``).
+    for the core's factorisation. A ridge with forgetting iterates each window, ``O(N²)`` a
+    step: a window whose solution only predicts the next row is solved from that row
+    (:meth:`_forgetting_predictions`, one column), whatever the number ``c`` of targets;
+    the coefficients a call ends with take ``c`` columns. Memory: the window (``N×D``),
+    its Gram matrix and the core factor (``N×N`` each), the periphery (``O(N·b)``).
     """
 
     orientation = "columns"
@@ -383,12 +386,30 @@ class DualSolver(CoreBlockSolver):
                 r[~keeps] = ORTHOGONAL
             if blk.forgets:
                 fast = np.flatnonzero(r != ORTHOGONAL)
+                if new is not None:
+                    # the new rows' products with their windows' rows, k̂_A and k̂_I (â = D^-½x;
+                    # KP holds the scaled products k̂_pq/√(d_p d_q))
+                    nf = new[sel][fast]
+                    kA = seg["P_old"][nf - seg["m0"]][:, blk.slots_A] * blk.rd_A[None, :]
+                    kI = np.where(valid[fast], blk.KP[nf[:, None], idx[fast]], 0.0) / blk.rdP[nf][:, None]
+                # several targets: a window whose x nothing else needs (on the fast route,
+                # no inert row after it) is predicted from one column (_forgetting_predictions)
+                by_t = np.zeros(fast.size, dtype=bool)
+                if new is not None and c > 1 and not blk.direct:
+                    by_t = (r[fast] == FAST) & (True if keep is None else ~keep[sel][fast])
+                w = fast[~by_t]
                 if blk.direct:
-                    x, ok = self._forgetting_ridge_direct(blk, idx[fast], valid[fast], delta[fast])
+                    x, ok = self._forgetting_ridge_direct(blk, idx[w], valid[w], delta[w])
                 else:
                     # (a window to refine is solved to REFINED_TOL: the steps correct the rest)
-                    x, ok = self._forgetting_ridge(blk, idx[fast], valid[fast], S[fast], a[fast], delta[fast],
-                                                   tol=np.where(r[fast] == REFINE, REFINED_TOL, 0.0))
+                    x, ok = self._forgetting_ridge(blk, idx[w], valid[w], S[w], a[w], delta[w],
+                                                   tol=np.where(r[w] == REFINE, REFINED_TOL, 0.0))
+                if by_t.any():  # (their x stay zero: only their predictions are solved)
+                    x = tuple(scatter_rows(v, ~by_t) for v in x)
+                    ok = scatter_rows(ok, ~by_t)
+                    w = fast[by_t]
+                    pred_t, ok[by_t] = self._forgetting_predictions(blk, idx[w], valid[w], S[w], a[w], delta[w],
+                                                                    kA[by_t], kI[by_t])
                 r[fast[~ok]] = ORTHOGONAL
                 k = np.flatnonzero(ok & (r[fast] == REFINE))
                 betas = {}  # the refined windows' β (see _forgetting_refine)
@@ -408,11 +429,9 @@ class DualSolver(CoreBlockSolver):
                 route[sel] = r
                 if new is not None:
                     # ŷ/s = k̂_Aᵀ x_A + k̂_Iᵀ x_I (the new row's products with the window)
-                    # (â = D^-½x; KP holds the scaled products k̂_pq/√(d_p d_q))
-                    nf = new[sel][fast]
-                    kA = seg["P_old"][nf - seg["m0"]][:, blk.slots_A] * blk.rd_A[None, :]
-                    kI = np.where(valid[fast], blk.KP[nf[:, None], idx[fast]], 0.0) / blk.rdP[nf][:, None]
                     pred[sel.start + fast] = np.einsum("wa,wac->wc", kA, x[0]) + np.einsum("wi,wic->wc", kI, x[1])
+                    if by_t.any():
+                        pred[sel.start + fast[by_t]] = pred_t
                     for j, beta in betas.items():  # refined: ẑ·β
                         pred[sel.start + fast[j]] = seg["Zh"][nf[j] - seg["m0"]] @ beta
                 for k in np.flatnonzero(ok):  # x: the fast windows' solutions
@@ -582,41 +601,76 @@ class DualSolver(CoreBlockSolver):
         Returns ``x`` as ``(x_A, x_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and
         which windows converged (:func:`~._kernels.solve_shifted`).
         """
-        nw, H = idx.shape
-        c, nA, P = self.c, blk.slots_A.size, blk.slot.size
+        nw, c, nA, P = idx.shape[0], self.c, blk.slots_A.size, blk.slot.size
         vm = valid[:, :, None]
-        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
-
-        Sinv = np.linalg.inv(S) if nw else S  # SPD, κ ≤ GRAM_KAPPA_MAX (the fast route)
-
-        def p_inv(vA, vI):
-            # P⁻¹v:  u = L⁻¹v_A,  x_I = S⁻¹(v_I − R_Iᵀu),  x_A = L⁻ᵀ(u − R_I x_I)
-            u = blk._fwd(vA)
-            Rtu = (blk.R.T @ u).reshape(P, nw, c)[idx, w_of]
-            xI = (Sinv @ ((vI - Rtu) * vm)) * vm
-            return blk._bwd(u - blk.R @ _by_position(xI, idx, valid, P)), xI
-
+        p_inv, (sA, sI), size, spread = self._shifted_parts(blk, idx, valid, S, c)
         if rhs is None:
             # x₀ = P⁻¹ỹ:  x_I = a,  x_A = K_AA⁻¹ỹ_A − X_I a
             x0I = a * vm
             x0A = np.tile(blk.a_y, nw) - blk.X @ _by_position(x0I, idx, valid, P)
         else:  # x₀ = P⁻¹r
             x0A, x0I = p_inv(np.moveaxis(rhs[0], 0, 1).reshape(nA, nw * c), rhs[1])
-        sA = blk.shift_A[:, None]
-        sI = blk.shiftP[idx][:, :, None] * vm
 
         def apply_M(x):  # P⁻¹(Σx)
             return list(p_inv(sA * x[0], sI * x[1]))
 
-        def size(x):
-            return np.maximum(np.abs(x[0]).reshape(nA, nw, c).max(axis=(0, 2), initial=0.0),
-                              np.abs(x[1]).max(axis=(1, 2), initial=0.0))
-
-        def spread(v):  # per window → the layouts of x_A (n_A, nw·c) and x_I (nw, H, c)
-            return [np.repeat(v, c)[None, :], v[:, None, None]]
-
         (xA, xI), ok = solve_shifted(apply_M, [x0A, x0I], spread(delta), size, spread=spread, tol=tol)
         return (np.moveaxis(xA.reshape(nA, nw, c), 1, 0), xI), ok
+
+    def _forgetting_predictions(self, blk, idx, valid, S, a, delta, kA, kI):
+        """``ŷ/s = kᵀx`` of windows ``w`` of :meth:`_forgetting_ridge` without ``x``.
+
+        With ``(I + δ_w M) x = x₀`` and ``M = P⁻¹Σ``: ``kᵀx = tᵀx₀`` for
+        ``(I + δ_w Mᵀ) t = k``, ``Mᵀ = ΣP⁻¹`` (the same eigenvalues in ``[0, 1]``, the
+        same iteration), which has one column a window where ``x`` has one a target: a
+        step costs ``O(N²)`` a window instead of ``O(N²·c)``. ``x₀ = P⁻¹ỹ`` is
+        ``x₀_I = a``, ``x₀_A = K̂_AA⁻¹ỹ_A − X_I a``, so ::
+
+            tᵀx₀ = t_Aᵀ K̂_AA⁻¹ỹ_A + (t_I − X_Iᵀ t_A)ᵀ a
+
+        ``kA`` ``(nw, n_A)`` and ``kI`` ``(nw, H)`` are the new rows' products with each
+        window's rows. Returns the predictions ``(nw, c)`` and which windows converged
+        (to rounding, :func:`~._kernels.solve_shifted`).
+        """
+        nw = idx.shape[0]
+        p_inv, shifts, size, spread = self._shifted_parts(blk, idx, valid, S, 1)
+
+        def apply_Mt(t):  # Σ(P⁻¹t)
+            return [s * u for s, u in zip(shifts, p_inv(*t))]
+
+        t0 = [np.ascontiguousarray(kA.T), (kI * valid)[:, :, None]]
+        (tA, tI), ok = solve_shifted(apply_Mt, t0, spread(delta), size, spread=spread)
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+        tI = (tI[:, :, 0] - (blk.X.T @ tA)[idx, w_of]) * valid
+        return tA.T @ blk.a_y + np.einsum("wi,wic->wc", tI, a), ok
+
+    @staticmethod
+    def _shifted_parts(blk, idx, valid, S, k):
+        """What the iterations of :meth:`_forgetting_ridge` and
+        :meth:`_forgetting_predictions` share, for windows ``idx`` of ``k`` columns each:
+        ``p_inv(v_A, v_I) = P⁻¹v``, the shifts ``(Σ_A, Σ_I)`` in the layouts of the
+        unknowns (``(n_A, nw·k)`` and ``(nw, H, k)``), and ``size`` and ``spread`` for
+        :func:`~._kernels.solve_shifted`."""
+        nw, nA, P = idx.shape[0], blk.slots_A.size, blk.slot.size
+        vm = valid[:, :, None]
+        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+        Sinv = np.linalg.inv(S) if nw else S  # SPD, κ ≤ GRAM_KAPPA_MAX (the fast route)
+
+        def p_inv(vA, vI):
+            # P⁻¹v:  u = L⁻¹v_A,  x_I = S⁻¹(v_I − R_Iᵀu),  x_A = L⁻ᵀ(u − R_I x_I)
+            u = blk._fwd(vA)
+            Rtu = (blk.R.T @ u).reshape(P, nw, k)[idx, w_of]
+            xI = (Sinv @ ((vI - Rtu) * vm)) * vm
+            return blk._bwd(u - blk.R @ _by_position(xI, idx, valid, P)), xI
+
+        def size(x):
+            return np.maximum(np.abs(x[0]).reshape(nA, nw, k).max(axis=(0, 2), initial=0.0),
+                              np.abs(x[1]).max(axis=(1, 2), initial=0.0))
+
+        def spread(v):  # per window → the layouts of the unknowns
+            return [np.repeat(v, k)[None, :], v[:, None, None]]
+
+        return p_inv, (blk.shift_A[:, None], blk.shiftP[idx][:, :, None] * vm), size, spread
 
     def _forgetting_ridge_direct(self, blk, idx, valid, delta):
         """A ridge with forgetting in a short window: each window's matrix, solved.

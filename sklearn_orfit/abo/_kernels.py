@@ -46,6 +46,7 @@ __all__ = [
     "probes",
     "few_rows",
     "packed_rows",
+    "scatter_rows",
     "solve_normal_stack",
     "solve_shifted",
     "solve_stack",
@@ -84,6 +85,14 @@ MAX_STEPS = 60
 #: within this many ``eps`` of ``max |x|``; far below the error any window is allowed
 #: (the oracle's bound is ``100 eps`` times the condition number)
 STALL_EPS = 64
+
+
+def scatter_rows(v, rows):
+    """``v`` (one entry per True of ``rows``) on the entries ``rows`` of a zero array of
+    ``rows.size`` entries (of ``v``'s other dimensions)."""
+    out = np.zeros((rows.size,) + v.shape[1:], dtype=v.dtype)
+    out[rows] = v
+    return out
 
 
 def solve_stack(S, B, *, spd=False):
