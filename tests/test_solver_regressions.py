@@ -1062,12 +1062,13 @@ def test_the_from_scratch_solve_leaves_a_zero_row_target_out(n, D, rank_one):
     np.testing.assert_allclose(beta[0], expected, rtol=0, atol=1e-10 * np.abs(expected).max())
 
 
-@pytest.mark.parametrize("route, N, D", [("dual", 80, 200), ("primal", 200, 100)])
+@pytest.mark.parametrize("route, N, D", [("short", 20, 64), ("dual", 80, 200), ("primal", 200, 100)])
 @pytest.mark.parametrize("calls", [250, 7, 1])
 @pytest.mark.parametrize("zero_weights", [False, True])
-def test_several_targets_with_a_ridge_and_forgetting(route, N, D, calls, zero_weights, monkeypatch):
-    # A ridge with forgetting iterates each window's solution, one column a target: with
-    # c targets a step cost c times one target's (N = 400, D = 1024, c = 96: 22 ms an
+def test_several_targets_solve_one_column_a_window(route, N, D, calls, zero_weights, monkeypatch):
+    # With c targets a window's solution has c columns: the short-window solver's solves
+    # cost c times one target's (N = 20, D = 64, c = 96: 6.4× one target's time) and a
+    # ridge with forgetting iterated every column (N = 400, D = 1024, c = 96: 22 ms an
     # update, 45× one target's). A window whose solution serves only to predict the row
     # after it is now solved from that row instead (one column, whatever c): every step
     # within the oracle's bound, in calls of any length, with zero-weight rows (whose
@@ -1075,20 +1076,35 @@ def test_several_targets_with_a_ridge_and_forgetting(route, N, D, calls, zero_we
     from sklearn_orfit.abo._dual_solver import DualSolver
     from sklearn_orfit.abo._primal_solver import PrimalSolver
 
-    solver_cls = DualSolver if route == "dual" else PrimalSolver
+    solver_cls = {"short": BatchSolver, "dual": DualSolver, "primal": PrimalSolver}[route]
     windows = []
-    original = solver_cls._forgetting_predictions
+    if route == "short":
+        original = BatchSolver._dual
 
-    def spy(self, blk, idx, *args):
-        windows.append(idx.shape[0])
-        return original(self, blk, idx, *args)
+        def spy(self, K, *args, rhs=None):
+            if rhs is not None:
+                windows.append(K.shape[0])
+            return original(self, K, *args, rhs=rhs)
 
-    monkeypatch.setattr(solver_cls, "_forgetting_predictions", spy)
+        monkeypatch.setattr(BatchSolver, "_dual", spy)
+    else:
+        original = solver_cls._forgetting_predictions
+
+        def spy(self, blk, idx, *args):
+            windows.append(idx.shape[0])
+            return original(self, blk, idx, *args)
+
+        monkeypatch.setattr(solver_cls, "_forgetting_predictions", spy)
     Z, y = abo_features(D, 2 * N + 150)
     rng = np.random.default_rng(0)
     Y = np.column_stack([y, np.sin(3 * y), rng.normal(size=y.shape), y**2])
     w = (rng.random(len(y)) > 0.1).astype(float) if zero_weights else None
-    lam, alpha = (0.99, 1e-3) if route == "dual" else (0.97, 1e-5)
+    if route == "short" and not zero_weights:
+        # repeated rows: windows singular until their copies are merged (predicted from
+        # their merged solution)
+        Z, Y = Z.copy(), Y.copy()
+        Z[1::4], Y[1::4] = 2.0 * Z[0::4][: len(Z[1::4])], Y[0::4][: len(Y[1::4])]
+    lam, alpha = {"short": (0.9, 1e-3 if zero_weights else 0.0), "dual": (0.99, 1e-3), "primal": (0.97, 1e-5)}[route]
     reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
     pred = np.concatenate([
         prequential_predict(reg, Z[a : a + calls], Y[a : a + calls],

@@ -13,7 +13,9 @@ whose Gram matrix is too ill-conditioned (or has an all-zero row) is recomputed 
 orthogonal route (:func:`lstsq_stack`, :func:`numpy.linalg.lstsq`'s cut-off). Nothing is
 carried from one window to the next, so nothing drifts; the cost is ``O(N³)`` (dual) or
 ``O(N·D² + D³)`` (primal) a window, the right trade for ``N`` up to a few tens and for
-windows of a few features (``N·D² ≤ 50,000``, ``SCRATCH_PRIMAL_FLOPS``).
+windows of a few features (``N·D² ≤ 50,000``, ``SCRATCH_PRIMAL_FLOPS``). With ``c``
+targets, a dual window whose ``â`` serves only its prediction is solved for the new row
+instead, ``ŷ/s = k̂ᵀK⁻¹ỹ = (K⁻¹k̂)ᵀỹ``: one column, not ``c``.
 """
 
 import math
@@ -226,17 +228,43 @@ class BatchSolver:
                 band = _unit_band(band, sE, N)
             else:
                 band = _band(Zo, Zn, N)
-            a, flagged = self._dual(_windows_from_band(band, s_w.shape[0], N), s_w, Y_w,
-                                    before_stream, w)
+            # k̂_j[i] = ⟨ẑ_new j, row i of window j⟩ = band[N+j, N−i]
+            k_new = band[N : N + b, N:0:-1]
+            # several targets: a window whose â serves only its prediction ŷ_j = s_j k̂_jᵀâ_j
+            # is solved for t_j = K̂_j⁻¹k̂_j instead (one column, not c), ŷ_j = s_j t_jᵀỹ_j;
+            # the last window (β) and those before inert rows keep â
+            by_t = np.zeros(b + 1, dtype=bool)
+            if predict and self.c > 1:
+                by_t[:b] = True
+                if inert_j is not None:
+                    by_t[inert_j] = False
+            K = _windows_from_band(band, s_w.shape[0], N)
+            jt = np.flatnonzero(by_t)
+            if jt.size:
+                ja = np.flatnonzero(~by_t)
+                a = np.zeros((b + 1, N, self.c))
+                flagged = np.zeros(b + 1, dtype=bool)
+                t, flagged[jt] = self._dual(K[jt], s_w[jt], Y_w[jt], before_stream[jt], w, rhs=k_new[jt, :, None])
+                a[ja], flagged[ja] = self._dual(K[ja], s_w[ja], Y_w[ja], before_stream[ja], w)
+            else:
+                a, flagged = self._dual(K, s_w, Y_w, before_stream, w)
             js = np.flatnonzero(flagged)
             if js.size:
                 # windows with repeated (parallel) rows: singular, but not once merged
                 a_m, ok = self._dual_merged(_windows_from_band(band, s_w.shape[0], N, js), rows_of,
                                             win[js], s_w[js], Y_w[js], before_stream[js], w)
                 a[js[ok]], flagged[js[ok]] = a_m[ok], False
-            # ŷ_j = s_j (k̂_j · â_j), k̂_j[i] = ⟨ẑ_new j, row i of window j⟩ = band[N+j, N−i]
+                by_t[js[ok]] = False  # (predicted from their merged â)
             if predict:
-                Y_pred[:] = sn[:, None] * np.einsum("jn,jnc->jc", band[N : N + b, N:0:-1], a[:b])
+                # ŷ_j = s_j (k̂_j · â_j)
+                Y_pred[:] = sn[:, None] * np.einsum("jn,jnc->jc", k_new, a[:b])
+                if jt.size:
+                    # ŷ_j = s_j t_jᵀỹ_j, ỹ = y/s (t_i = 0 exactly on the decoupled rows)
+                    tj = np.flatnonzero(by_t[jt])
+                    j = jt[tj]
+                    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                        u = np.where(s_w[j] > 0, t[tj, :, 0] / np.where(s_w[j] > 0, s_w[j], 1.0), 0.0)
+                    Y_pred[j] = sn[j, None] * np.einsum("jn,jnc->jc", u, Y_w[j])
                 if inert_j is not None:
                     # x_j·β_j = Σ_i â_j[i] ⟨x_j, ẑ_i⟩ over window j's unit rows, with x_j
                     # taken to unit scale first (m_j = max|x_j|, put back at the end): a
@@ -334,10 +362,11 @@ class BatchSolver:
         buf.load(unit_rows(keep), sE[keep], YE[keep], gram=None if K_last is None else K_last[-n_keep:, -n_keep:])
         return Y_pred
 
-    def _dual(self, K, s_w, Y_w, before_stream, w):
+    def _dual(self, K, s_w, Y_w, before_stream, w, rhs=None):
         """``(K̂_j + diag(α/(w s²))) â_j = y/s`` for windows ``j`` (``K``: their unit rows'
         Gram matrices, a fresh array, solved in place); the windows of the dual route
-        (``D ≥ N``), and of the primal route those with at most ``D`` non-zero rows."""
+        (``D ≥ N``), and of the primal route those with at most ``D`` non-zero rows.
+        ``rhs``: other right-hand sides than ``y/s`` (zeroed on the rows decoupled)."""
         n = K.shape[-1]
         w = w if w.ndim == 2 else w[None, :]  # a weight per window position, or per row
         with np.errstate(divide="ignore", over="ignore", under="ignore"):
@@ -353,8 +382,9 @@ class BatchSolver:
         if self.alpha:
             il = np.arange(n)
             S[:, il, il] += np.where(dec, 0.0, shift)
-        with np.errstate(divide="ignore"):
-            rhs = np.where(dec | (s_w == 0), 0.0, 1.0 / np.where(s_w > 0, s_w, 1.0))[:, :, None] * Y_w
+        if rhs is None:
+            with np.errstate(divide="ignore"):
+                rhs = np.where(dec | (s_w == 0), 0.0, 1.0 / np.where(s_w > 0, s_w, 1.0))[:, :, None] * Y_w
         # without a ridge the coupled diagonal is that of unit rows: 1
         a, kappa = solve_normal_stack(S, rhs, pad=dec, jacobi=bool(self.alpha))
         if self.alpha == 0.0:
