@@ -37,8 +37,8 @@ from scipy.linalg import lapack
 from .._docstrings import fill_doc
 from ._window import normalise_rows
 from ._kernels import (
-    GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cholesky, lstsq_cutoff, scatter_rows,
-    solve_shifted, solve_stack,
+    GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cholesky, lstsq_cutoff, pad_windows,
+    scatter_rows, solve_shifted, solve_stack,
 )
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
@@ -403,7 +403,7 @@ class DualSolver(CoreBlockSolver):
                 else:
                     # (a window to refine is solved to REFINED_TOL: the steps correct the rest)
                     x, ok = self._forgetting_ridge(blk, idx[w], valid[w], S[w], a[w], delta[w],
-                                                   tol=np.where(r[w] == REFINE, REFINED_TOL, 0.0))
+                                                   tol=np.where(r[w] == REFINE, REFINED_TOL, 0.0), pad=new is not None)
                 if by_t.any():  # (their x stay zero: only their predictions are solved)
                     x = tuple(scatter_rows(v, ~by_t) for v in x)
                     ok = scatter_rows(ok, ~by_t)
@@ -585,7 +585,7 @@ class DualSolver(CoreBlockSolver):
         Ztv = buf.Zh.T @ ring.reshape(buf.N, nw * c) + seg["Zh"].T @ segc.reshape(segc.shape[0], nw * c)
         return Ztv, _column_norms(np.concatenate([ring, segc]).reshape(buf.N + segc.shape[0], nw * c))
 
-    def _forgetting_ridge(self, blk, idx, valid, S, a, delta, rhs=None, tol=None):
+    def _forgetting_ridge(self, blk, idx, valid, S, a, delta, rhs=None, tol=None, pad=False):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = ỹ`` for the windows ``w``.
 
         ``P`` is a window's matrix with the block's reference shifts ``Σ`` (what the
@@ -601,6 +601,12 @@ class DualSolver(CoreBlockSolver):
         Returns ``x`` as ``(x_A, x_I)`` of shapes ``(nw, n_A, c)`` and ``(nw, H, c)``, and
         which windows converged (:func:`~._kernels.solve_shifted`).
         """
+        n_in = idx.shape[0]
+        if pad:  # (see pad_windows: the windows of a call's predictions)
+            tol = np.zeros(n_in) if tol is None else np.broadcast_to(tol, (n_in,))
+            idx, valid, S, a, delta, tol = pad_windows(n_in, idx, valid, S, a, delta, tol, eye=(2,))
+            if rhs is not None:
+                rhs = tuple(pad_windows(n_in, *rhs))
         nw, c, nA, P = idx.shape[0], self.c, blk.slots_A.size, blk.slot.size
         vm = valid[:, :, None]
         p_inv, (sA, sI), size, spread = self._shifted_parts(blk, idx, valid, S, c)
@@ -615,7 +621,7 @@ class DualSolver(CoreBlockSolver):
             return list(p_inv(sA * x[0], sI * x[1]))
 
         (xA, xI), ok = solve_shifted(apply_M, [x0A, x0I], spread(delta), size, spread=spread, tol=tol)
-        return (np.moveaxis(xA.reshape(nA, nw, c), 1, 0), xI), ok
+        return (np.moveaxis(xA.reshape(nA, nw, c), 1, 0)[:n_in], xI[:n_in]), ok[:n_in]
 
     def _forgetting_predictions(self, blk, idx, valid, S, a, delta, kA, kI):
         """``ŷ/s = kᵀx`` of windows ``w`` of :meth:`_forgetting_ridge` without ``x``.
@@ -633,6 +639,8 @@ class DualSolver(CoreBlockSolver):
         (to rounding, :func:`~._kernels.solve_shifted`).
         """
         nw = idx.shape[0]
+        # (padded: a window's bits must not depend on how many windows are solved with it)
+        idx, valid, S, a, delta, kA, kI = pad_windows(nw, idx, valid, S, a, delta, kA, kI, eye=(2,))
         p_inv, shifts, size, spread = self._shifted_parts(blk, idx, valid, S, 1)
 
         def apply_Mt(t):  # Σ(P⁻¹t)
@@ -640,9 +648,9 @@ class DualSolver(CoreBlockSolver):
 
         t0 = [np.ascontiguousarray(kA.T), (kI * valid)[:, :, None]]
         (tA, tI), ok = solve_shifted(apply_Mt, t0, spread(delta), size, spread=spread)
-        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+        w_of = np.broadcast_to(np.arange(idx.shape[0])[:, None], idx.shape)
         tI = (tI[:, :, 0] - (blk.X.T @ tA)[idx, w_of]) * valid
-        return tA.T @ blk.a_y + np.einsum("wi,wic->wc", tI, a), ok
+        return (tA.T @ blk.a_y + np.einsum("wi,wic->wc", tI, a))[:nw], ok[:nw]
 
     @staticmethod
     def _shifted_parts(blk, idx, valid, S, k):

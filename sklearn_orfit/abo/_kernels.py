@@ -46,6 +46,7 @@ __all__ = [
     "probes",
     "few_rows",
     "packed_rows",
+    "pad_windows",
     "scatter_rows",
     "solve_normal_stack",
     "solve_shifted",
@@ -85,6 +86,28 @@ MAX_STEPS = 60
 #: within this many ``eps`` of ``max |x|``; far below the error any window is allowed
 #: (the oracle's bound is ``100 eps`` times the condition number)
 STALL_EPS = 64
+
+
+#: windows solved together as columns of one product are padded to a multiple of this
+#: many (zero windows): BLAS kernels take columns in blocks of up to 8, and a column in a
+#: partial block at the end may round differently from one in a full block. Padded, each
+#: window's columns are computed the same whatever the other windows of the call (a
+#: prediction must not change, even in its last bit, with later rows of its call)
+COLUMN_BLOCK = 8
+
+
+def pad_windows(n, *arrays, eye=()):
+    """``arrays`` (one entry per window along axis 0) with zero windows appended up to a
+    multiple of :data:`COLUMN_BLOCK`; the arrays at the positions ``eye`` get identity
+    matrices there instead (a padding window's system ``I x = 0``)."""
+    extra = -n % COLUMN_BLOCK
+    out = []
+    for i, a in enumerate(arrays):
+        pad = np.zeros((extra,) + a.shape[1:], dtype=a.dtype)
+        if i in eye:
+            pad[:] = np.eye(a.shape[-1])
+        out.append(np.concatenate([a, pad]))
+    return out
 
 
 def scatter_rows(v, rows):

@@ -39,8 +39,8 @@ from scipy.linalg import lapack
 
 from .._docstrings import fill_doc
 from ._kernels import (
-    EPS, GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cholesky, probes, scatter_rows,
-    solve_shifted, solve_stack,
+    EPS, GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cholesky, pad_windows, probes,
+    scatter_rows, solve_shifted, solve_stack,
 )
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
@@ -501,7 +501,8 @@ class PrimalSolver(CoreBlockSolver):
                 w = fast[~by_t]
                 # (a window to refine is solved to REFINED_TOL: the step corrects the rest)
                 X, ok, direct = self._forgetting_ridge(blk, idx[w], valid[w], nu[w], C[w], wy[w], m_y[w], delta[w],
-                                                       tol=np.where(r[w] == REFINE, REFINED_TOL, 0.0))
+                                                       tol=np.where(r[w] == REFINE, REFINED_TOL, 0.0),
+                                                       pad=new is not None)
                 if by_t.any():  # (their X stay zero: only their predictions are solved)
                     X = np.moveaxis(scatter_rows(np.moveaxis(X, 1, 0), ~by_t), 0, 1)
                     ok = scatter_rows(ok, ~by_t)
@@ -744,7 +745,7 @@ class PrimalSolver(CoreBlockSolver):
             return None
         return k @ beta[0] if k is not None else beta[0]
 
-    def _forgetting_ridge(self, blk, idx, valid, nu, C, wy, m_y, delta, tol=None):
+    def _forgetting_ridge(self, blk, idx, valid, nu, C, wy, m_y, delta, tol=None, pad=False):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = b`` for the windows ``w``.
 
         In the block's scaled coordinates (``x = dβ``), ``P`` a window's normal matrix
@@ -761,7 +762,8 @@ class PrimalSolver(CoreBlockSolver):
             return self._forgetting_ridge_direct(blk, idx, valid, nu, wy, delta)
         # X₀ = Lᵀx₀ = h_I − R_I ν C⁻¹ ν R_Iᵀ h_I,  h_I = h_A + R_I (w s y)_I
         X0 = np.tile(blk.h, idx.shape[0]) + blk.R @ self._scatter(blk, idx, valid, wy - nu[:, :, None] * m_y)
-        X, ok = self._shifted(blk, idx, valid, nu, np.linalg.inv(C) if idx.shape[0] else C, X0, delta, tol=tol)
+        X, ok = self._shifted(blk, idx, valid, nu, np.linalg.inv(C) if idx.shape[0] else C, X0, delta, tol=tol,
+                              pad=pad)
         return X, ok, None
 
     def _shifted_solve(self, blk, idx, valid, nu, C, delta, G):
@@ -776,15 +778,21 @@ class PrimalSolver(CoreBlockSolver):
         X, ok = self._shifted(blk, idx, valid, nu, Cinv, X0.reshape(self.D, -1), delta, tol=REFINED_TOL)
         return self._scaled_beta(blk, X), ok
 
-    def _shifted(self, blk, idx, valid, nu, Cinv, X0, delta, tol=None, transposed=False):
+    def _shifted(self, blk, idx, valid, nu, Cinv, X0, delta, tol=None, transposed=False, pad=False):
         """``(I + δ M) X = X₀`` for the windows of ``idx`` (:func:`~._kernels.solve_shifted`),
         ``M = Lᵀ P⁻¹ Σ L⁻ᵀ`` (``X = Lᵀx``: ``(I + δ P⁻¹Σ) x = x₀``), or with ``Mᵀ``
         (``transposed``, see :meth:`_forgetting_predictions`); ``X0`` of shape
         ``(D, nw·k)``, ``k`` columns a window; ``Cinv`` the windows' inverse capacitance
         matrices. Returns ``X`` ``(D, nw, k)`` and which windows converged (``tol``: see
         :func:`~._kernels.solve_shifted`)."""
-        nw, D, P = idx.shape[0], self.D, blk.slot.size
-        k = X0.shape[1] // nw if nw else 1 if transposed else self.c
+        n_in, D = idx.shape[0], self.D
+        k = X0.shape[1] // n_in if n_in else 1 if transposed else self.c
+        if pad:  # (see pad_windows: the windows of a call's predictions)
+            tol = np.zeros(n_in) if tol is None else np.broadcast_to(tol, (n_in,))
+            X0 = np.moveaxis(X0.reshape(D, n_in, k), 1, 0)
+            idx, valid, nu, Cinv, delta, tol, X0 = pad_windows(n_in, idx, valid, nu, Cinv, delta, tol, X0, eye=(3,))
+            X0 = np.moveaxis(X0, 0, 1).reshape(D, -1)
+        nw, P = idx.shape[0], blk.slot.size
         w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
         ridge = blk.ridge[:, None]
 
@@ -809,7 +817,7 @@ class PrimalSolver(CoreBlockSolver):
             return [np.repeat(v, k)[None, :]]
 
         (X,), ok = solve_shifted(apply_M, [X0], spread(delta), size, spread=spread, tol=tol)
-        return X.reshape(D, nw, k), ok
+        return X.reshape(D, nw, k)[:, :n_in], ok[:n_in]
 
     def _forgetting_predictions(self, blk, idx, valid, nu, C, wy, m_y, delta, Rn):
         """``ŷ/s = r_newᵀX`` of windows ``w`` of :meth:`_forgetting_ridge` without ``X``.
@@ -825,12 +833,14 @@ class PrimalSolver(CoreBlockSolver):
         ``(nw, c)`` and which windows converged (to rounding).
         """
         nw = idx.shape[0]
-        Cinv = np.linalg.inv(C) if nw else C
-        T, ok = self._shifted(blk, idx, valid, nu, Cinv, np.ascontiguousarray(Rn), delta, transposed=True)
+        # (padded: a window's bits must not depend on how many windows are solved with it)
+        idx, valid, nu, C, wy, m_y, delta, Rn = pad_windows(nw, idx, valid, nu, C, wy, m_y, delta, Rn.T, eye=(3,))
+        Cinv = np.linalg.inv(C) if idx.shape[0] else C
+        T, ok = self._shifted(blk, idx, valid, nu, Cinv, np.ascontiguousarray(Rn.T), delta, transposed=True)
         T = T[:, :, 0]
-        w_of = np.broadcast_to(np.arange(nw)[:, None], idx.shape)
+        w_of = np.broadcast_to(np.arange(idx.shape[0])[:, None], idx.shape)
         RtT = (blk.R.T @ T)[idx, w_of] * valid
-        return T.T @ blk.h + np.einsum("wi,wic->wc", RtT, wy - nu[:, :, None] * m_y), ok
+        return (T.T @ blk.h + np.einsum("wi,wic->wc", RtT, wy - nu[:, :, None] * m_y))[:nw], ok[:nw]
 
     def _forgetting_ridge_direct(self, blk, idx, valid, nu, wy, delta):
         """A ridge with forgetting at small ``D``: each window's matrix, factorised.
