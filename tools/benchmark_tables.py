@@ -210,6 +210,19 @@ def rows_per_call(doc):
               f"({calls(worst)}, N={worst['N']} D={worst['D']}).")
 
 
+def targets(doc):
+    """µs per row against the number of targets, on every route."""
+    rows = doc["results"]["points"]
+    body = [[r["what"], r["N"], r["D"], f"{r['lam']:g}", f"{r['alpha']:g}", r["targets"], num(r["us_per_row"], ".1f"),
+             num(r["ratio_to_one"], ".2f"), num(r["slope"], ".2f"), num(r["peak_mb"], ".1f")] for r in rows]
+    most = max(rows, key=lambda r: r["targets"])["targets"]
+    worst = max((r for r in rows if r["targets"] == most), key=lambda r: r["ratio_to_one"])
+    return (markdown(["route", "N", "D", "λ", "α", "targets", "µs/row", "× 1 target", "slope", "peak MB"],
+                     "lrrrrrrrrr", body)
+            + f"\n\nWorst ratio of {most} targets to one: {worst['ratio_to_one']:.2f}× ({worst['what']}, "
+              f"N={worst['N']} D={worst['D']}).")
+
+
 def solver_sweep(doc):
     """The worst-case sweep: its targets, then the worst figures of each ``(N, D)``."""
     res = doc["results"]
@@ -296,6 +309,7 @@ TABLES = {
     "solver-sweep": ("bench_solver_sweep.json", solver_sweep),
     "solver-cliffs": ("bench_solver_cliffs.json", solver_cliffs),
     "rows-per-call": ("bench_rows_per_call.json", rows_per_call),
+    "targets": ("bench_targets.json", targets),
 }
 
 
