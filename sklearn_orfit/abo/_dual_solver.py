@@ -41,7 +41,7 @@ from ._kernels import (
     scatter_rows, solve_shifted, solve_stack,
 )
 from ._window_solvers import (
-    FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
+    FAST, ORTHOGONAL, REFINE, CoreBlockSolver, Predicted, ReferenceWindow, _principal_blocks,
     forgetting_block_size, weight_block_size,
 )
 
@@ -309,7 +309,7 @@ class DualSolver(CoreBlockSolver):
         (the refinement route's; see :func:`ridge_shifts`)."""
         return ridge_shifts(slots if by_norm else self.buf.s[slots], alpha=self.alpha)
 
-    def _solve_windows(self, blk, lo, hi, new, s_new=None, seg=None, keep=None):
+    def _solve_windows(self, blk, lo, hi, new, s_new=None, seg=None, keep=None, inert_x=None):
         """Solve windows ``core + periphery[lo_i, hi_i)`` together.
 
         Returns the route of each window, the predictions ``/s`` for the rows at
@@ -392,11 +392,17 @@ class DualSolver(CoreBlockSolver):
                     nf = new[sel][fast]
                     kA = seg["P_old"][nf - seg["m0"]][:, blk.slots_A] * blk.rd_A[None, :]
                     kI = np.where(valid[fast], blk.KP[nf[:, None], idx[fast]], 0.0) / blk.rdP[nf][:, None]
-                # several targets: a window whose x nothing else needs (on the fast route,
-                # no inert row after it) is predicted from one column (_forgetting_predictions)
+                # several targets: a window on the fast route is predicted from one column
+                # (_forgetting_predictions): its next row's, or before an inert row, that
+                # row's products with the window's rows (x·β = Σ (x·ẑ_i) â_i)
                 by_t = np.zeros(fast.size, dtype=bool)
                 if new is not None and c > 1 and not blk.direct:
-                    by_t = (r[fast] == FAST) & (True if keep is None else ~keep[sel][fast])
+                    by_t = r[fast] == FAST
+                    if keep is not None and (keep[sel][fast] & by_t).any():
+                        kA, kI = kA.copy(), kI.copy()
+                        j = np.flatnonzero(keep[sel][fast] & by_t)
+                        x_scale, kA[j], kI[j] = self._inert_products(blk, idx[fast[j]], valid[fast[j]],
+                                                                     inert_x[new[sel][fast[j]] - seg["m0"]], seg)
                 w = fast[~by_t]
                 if blk.direct:
                     x, ok = self._forgetting_ridge_direct(blk, idx[w], valid[w], delta[w])
@@ -410,6 +416,12 @@ class DualSolver(CoreBlockSolver):
                     w = fast[by_t]
                     pred_t, ok[by_t] = self._forgetting_predictions(blk, idx[w], valid[w], S[w], a[w], delta[w],
                                                                     kA[by_t], kI[by_t])
+                    if keep is not None:
+                        # the inert rows' x·β (at the scale of x, put back here)
+                        at = np.cumsum(by_t) - 1  # window of fast → its row of pred_t
+                        for i, jw in enumerate(np.flatnonzero(keep[sel][fast] & by_t)):
+                            if ok[jw]:
+                                parts[sel.start + fast[jw]] = Predicted(pred_t[at[jw]] * x_scale[i])
                 r[fast[~ok]] = ORTHOGONAL
                 k = np.flatnonzero(ok & (r[fast] == REFINE))
                 betas = {}  # the refined windows' β (see _forgetting_refine)
@@ -434,7 +446,7 @@ class DualSolver(CoreBlockSolver):
                         pred[sel.start + fast[by_t]] = pred_t
                     for j, beta in betas.items():  # refined: ẑ·β
                         pred[sel.start + fast[j]] = seg["Zh"][nf[j] - seg["m0"]] @ beta
-                for k in np.flatnonzero(ok):  # x: the fast windows' solutions
+                for k in np.flatnonzero(ok & ~by_t):  # x: the fast windows' solutions
                     w = fast[k]
                     if new is None or (keep is not None and keep[sel.start + w]):
                         parts[sel.start + w] = _Solution(blk, idx[w], valid[w], x[0][k], x[1][k],
@@ -622,6 +634,32 @@ class DualSolver(CoreBlockSolver):
 
         (xA, xI), ok = solve_shifted(apply_M, [x0A, x0I], spread(delta), size, spread=spread, tol=tol)
         return (np.moveaxis(xA.reshape(nA, nw, c), 1, 0)[:n_in], xI[:n_in]), ok[:n_in]
+
+    def _inert_products(self, blk, idx, valid, X, seg):
+        """The products of inert rows ``X`` (one per window) with the unit rows of their
+        windows, in the block's scaled coordinates (``x·β = Σ (x·ẑ_i) â_i``, ``â = D^-½x``):
+        ``(m, k_A, k_I)``, the rows taken at unit scale first (``m = max |x|``, to be put
+        back: a zero-weight row's x is checked for no scale). The periphery rows are the
+        ring's before the segment and the segment's own after it. One matrix–vector product
+        per row and set of rows, so that a row's products do not depend on the other rows
+        asked for (later rows of a call must not change an earlier prediction)."""
+        m = np.abs(X).max(axis=1, initial=0.0)
+        m = np.where(m > 0, m, 1.0)
+        buf, m0 = self.buf, seg["m0"]
+        ZA = buf.Zh[blk.slots_A]
+        kA = np.empty((X.shape[0], ZA.shape[0]))
+        kI = np.zeros(idx.shape)
+        for q in range(X.shape[0]):
+            xs = X[q] / m[q]
+            kA[q] = ZA @ xs
+            ring = buf.Zh @ xs
+            pos = idx[q][valid[q]]
+            own = pos >= m0  # the segment's rows before the inert row
+            k = np.empty(pos.size)
+            k[~own] = ring[blk.slot[pos[~own]]]
+            k[own] = seg["Zh"][: int(pos[own].max(initial=m0 - 1)) - m0 + 1] @ xs if own.any() else 0.0
+            kI[q, valid[q]] = k * blk.rdP[pos]
+        return m, kA * blk.rd_A[None, :], kI
 
     def _forgetting_predictions(self, blk, idx, valid, S, a, delta, kA, kI):
         """``ŷ/s = kᵀx`` of windows ``w`` of :meth:`_forgetting_ridge` without ``x``.

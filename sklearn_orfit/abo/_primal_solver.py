@@ -43,7 +43,7 @@ from ._kernels import (
     scatter_rows, solve_shifted, solve_stack,
 )
 from ._window_solvers import (
-    FAST, ORTHOGONAL, REFINE, CoreBlockSolver, ReferenceWindow, _principal_blocks,
+    FAST, ORTHOGONAL, REFINE, CoreBlockSolver, Predicted, ReferenceWindow, _principal_blocks,
     forgetting_block_size, weight_block_size,
 )
 
@@ -435,7 +435,7 @@ class PrimalSolver(CoreBlockSolver):
                 return short if short >= self.D**2 / (12 * self.N) else self.b
         return self.b
 
-    def _solve_windows(self, blk, lo, hi, new, s_new=None, seg=None, keep=None):
+    def _solve_windows(self, blk, lo, hi, new, s_new=None, seg=None, keep=None, inert_x=None):
         """Solve windows ``core + periphery[lo_i, hi_i)`` together.
 
         Returns ``ok`` (False: the window goes to the orthogonal route), the predictions
@@ -493,11 +493,12 @@ class PrimalSolver(CoreBlockSolver):
             r[(kappa > KAPPA_REFINE_TWICE) | (woodbury > WOODBURY_REFINE_TWICE) | ~solved] = ORTHOGONAL
             if blk.forgets:
                 fast = np.flatnonzero(r != ORTHOGONAL)
-                # several targets: a window whose X nothing else needs (on the fast route,
-                # no inert row after it) is predicted from one column (_forgetting_predictions)
+                # several targets: a window on the fast route is predicted from one column
+                # (_forgetting_predictions): its next row's r = L⁻¹ẑ/d, or before an inert
+                # row, that row's L⁻¹x/d (x·β = (x/d)·x_w = (L⁻¹x/d)ᵀX)
                 by_t = np.zeros(fast.size, dtype=bool)
                 if new is not None and c > 1 and not blk.direct:
-                    by_t = (r[fast] == FAST) & (True if keep is None else ~keep[sel][fast])
+                    by_t = r[fast] == FAST
                 w = fast[~by_t]
                 # (a window to refine is solved to REFINED_TOL: the step corrects the rest)
                 X, ok, direct = self._forgetting_ridge(blk, idx[w], valid[w], nu[w], C[w], wy[w], m_y[w], delta[w],
@@ -507,8 +508,23 @@ class PrimalSolver(CoreBlockSolver):
                     X = np.moveaxis(scatter_rows(np.moveaxis(X, 1, 0), ~by_t), 0, 1)
                     ok = scatter_rows(ok, ~by_t)
                     w = fast[by_t]
-                    pred_t, ok[by_t] = self._forgetting_predictions(blk, idx[w], valid[w], nu[w], C[w], wy[w], m_y[w],
-                                                                    delta[w], blk.R[:, new[sel][w]])
+                    Rt = blk.R[:, new[sel][w]]
+                    inert_t = np.zeros(w.size, dtype=bool) if keep is None else keep[sel][w]
+                    if inert_t.any():
+                        # (the inert rows at unit scale, m = max |x|, put back below)
+                        Xs = inert_x[new[sel][w[inert_t]] - seg["m0"]]
+                        x_scale = np.abs(Xs).max(axis=1, initial=0.0)
+                        x_scale = np.where(x_scale > 0, x_scale, 1.0)
+                        Rt = Rt.copy()
+                        for i, jw in enumerate(np.flatnonzero(inert_t)):  # (one row at a time:
+                            # its bits must not depend on the other inert rows of the call)
+                            Rt[:, jw] = blk._fwd((Xs[i] / x_scale[i] / blk.d)[:, None])[:, 0]
+                    pred_t, ok_t = self._forgetting_predictions(blk, idx[w], valid[w], nu[w], C[w], wy[w], m_y[w],
+                                                                delta[w], Rt)
+                    ok[by_t] = ok_t
+                    for i, jw in enumerate(np.flatnonzero(inert_t)):  # the inert rows' x·β
+                        if ok_t[jw]:
+                            parts[sel.start + w[jw]] = Predicted(pred_t[jw] * x_scale[i])
                 r[fast[~ok]] = ORTHOGONAL
                 route[sel] = r
                 refined = np.zeros(r.size, dtype=bool)
@@ -533,7 +549,7 @@ class PrimalSolver(CoreBlockSolver):
                         pred[sel.start + w] = np.einsum("wd,wdc->wc", seg["Zh"][new[sel][w] - seg["m0"]], beta)
                         refined[w[good]] = True
                         route[sel.start + w] = np.where(good, FAST, ORTHOGONAL)
-                for k in np.flatnonzero(ok):  # X: the fast windows' solutions
+                for k in np.flatnonzero(ok & ~by_t):  # X: the fast windows' solutions
                     w = fast[k]
                     if refined[w] or route[sel.start + w] == ORTHOGONAL:
                         continue  # (the refined solution is not kept: see _segment's inert rows)

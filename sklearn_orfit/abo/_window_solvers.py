@@ -38,7 +38,7 @@ def _nrm2(v):
 from ._window import WindowBuffer, normalise_rows
 
 __all__ = [
-    "CoreBlockSolver", "ReferenceWindow", "SlidingQR", "SlidingR", "forgetting_block_size",
+    "CoreBlockSolver", "Predicted", "ReferenceWindow", "SlidingQR", "SlidingR", "forgetting_block_size",
     "weight_block_size",
 ]
 
@@ -658,6 +658,15 @@ class SlidingR:
 FAST, REFINE, ORTHOGONAL = 0, 1, 2
 
 
+class Predicted:
+    """What a block solver's ``_solve_windows`` keeps of a window before an inert row when
+    it has predicted that row itself (``value``: ``x·β``, shape ``(c,)``) rather than keep
+    the window's solution."""
+
+    def __init__(self, value):
+        self.value = value
+
+
 def inert_rows(inert, a, b):
     """The ``inert`` rows (see :func:`update_rows`) of the rows ``a:b`` of a call."""
     return None if inert is None else (inert[0][a:b], inert[1][a:b])
@@ -837,7 +846,8 @@ class CoreBlockSolver:
             seg = dict(m0=m0, Zh=Zh, s=s, Y=Y, P_old=P_old, P_new=P_new)
             # (with the coefficients' parts of the windows before inert rows)
             route, pred, parts = self._solve_windows(blk, lo, hi, m0 + np.arange(n), s_new=s, seg=seg,
-                                                     keep=None if inert is None else inert[0])
+                                                     keep=None if inert is None else inert[0],
+                                                     inert_x=None if inert is None else inert[1])
             out[:] = pred * s[:, None]
             route[held == 0] = FAST
             out[held == 0] = 0.0
@@ -852,7 +862,9 @@ class CoreBlockSolver:
                 # a zero row: x_i·β_{i−1}, β_{i−1} of the window core + periphery[lo_i, hi_i)
                 # (from the parts solved with the segment's windows when it is on the
                 # fast route; the ring holds that window's rows now)
-                if held[i]:
+                if held[i] and isinstance(parts[i], Predicted):
+                    out[i] = parts[i].value
+                elif held[i]:
                     fast = route[i] == FAST and parts[i] is not None
                     beta = (self._coef(blk, parts[i], lo[i], hi[i]) if fast
                             else self._window_beta(blk, lo[i], hi[i]))
