@@ -1126,8 +1126,11 @@ def test_several_targets_no_look_ahead_with_zero_weights(route, D):
     # (c columns each): which windows share a product depended on the later rows of the
     # call, and a column's last bits on how many columns the BLAS kernel took with it (a
     # partial block at the end rounds differently): the prediction of row 6 of a call
-    # changed by 2.7e-13 (relative) with the rows after it. Padded to whole blocks, an
-    # earlier row of a call no longer depends on where the call stops.
+    # changed by 2.7e-13 (relative) with the rows after it. Padded to whole blocks, the
+    # earlier rows of this call no longer depend on where it stops (other products are
+    # sized by the call itself: on other streams a call cut short can still move an
+    # earlier row's last bit, by up to 1.4e-14 relative, as it could before; see
+    # COLUMN_BLOCK).
     import copy
 
     from sklearn_orfit.abo._dual_solver import DualSolver

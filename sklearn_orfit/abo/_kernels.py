@@ -90,9 +90,13 @@ STALL_EPS = 64
 
 #: windows solved together as columns of one product are padded to a multiple of this
 #: many (zero windows): BLAS kernels take columns in blocks of up to 8, and a column in a
-#: partial block at the end may round differently from one in a full block. Padded, each
-#: window's columns are computed the same whatever the other windows of the call (a
-#: prediction must not change, even in its last bit, with later rows of its call)
+#: partial block at the end may round differently from one in a full block, so a group
+#: whose size depends on the later rows of a call moved an earlier prediction's last
+#: bits. Padding removes that source only: other products of a call are sized by the
+#: call itself (its new rows' products with the window), and a call cut short can still
+#: give an earlier row that differs in its last bits (1e-16 to 1e-14 relative, as before
+#: the padding; with one target too). A call of the same length whose later rows change
+#: gives the same earlier predictions, bit for bit (the no-look-ahead invariant).
 COLUMN_BLOCK = 8
 
 
