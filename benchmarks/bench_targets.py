@@ -8,7 +8,9 @@ for one target has a cliff there. This script times the same stream with ``c`` i
 {1, 4, 24, 96} targets, on every route: the from-scratch solver (short windows, and
 windows of a few features), the dual and primal block routes with and without a ridge
 with forgetting, and a window at the interpolation threshold whose windows go to the
-orthogonal route. The window is filled first (one call, not timed); then ``ROWS`` rows
+orthogonal route; and the two routes with a ridge and forgetting again with 30 % of
+zero weights (a zero-weight row is predicted by the window before it). The window is
+filled first (one call, not timed); then ``ROWS`` rows
 are timed in calls of 250 (``prequential_predict``), one BLAS thread (threadpoolctl),
 the target counts of a configuration alternating round by round, the best of
 ``--repeat`` rounds kept.
@@ -42,7 +44,10 @@ CONFIGS = [
     (500, 64, 0.99, 0.0, "primal"),
     (1000, 256, 0.99, 1e-3, "primal, ridge with forgetting"),
     (100, 100, 0.9, 1e-12, "N = D, orthogonal windows"),
+    (400, 1024, 0.99, 1e-3, "dual, ridge with forgetting, 30 % zero weights"),
+    (1000, 256, 0.99, 1e-3, "primal, ridge with forgetting, 30 % zero weights"),
 ]
+ZERO_SHARE = 0.3  # of the configurations that say "zero weights"
 TARGETS = (1, 4, 24, 96)
 CALL = 250
 
@@ -61,22 +66,32 @@ def make_stream(N, D, rows, c, seed=0):
     return np.ascontiguousarray(Z), np.ascontiguousarray(Y)
 
 
-def run(N, lam, alpha, Z, Y):
+def zero_weights(rows, share, seed=1):
+    """Sample weights with ``share`` of zeros (a zero-weight row is predicted, not
+    learned), or None."""
+    if not share:
+        return None
+    return (np.random.default_rng(seed).random(rows) >= share).astype(float)
+
+
+def run(N, lam, alpha, Z, Y, w):
     """Seconds per timed row, and the estimator after them."""
     reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam, alpha=alpha)
-    prequential_predict(reg, Z[:N], Y[:N])
+    prequential_predict(reg, Z[:N], Y[:N], sample_weight=None if w is None else w[:N])
     t0 = time.perf_counter()
     for a in range(N, Z.shape[0], CALL):
-        prequential_predict(reg, Z[a : a + CALL], Y[a : a + CALL])
+        prequential_predict(reg, Z[a : a + CALL], Y[a : a + CALL],
+                            sample_weight=None if w is None else w[a : a + CALL])
     return (time.perf_counter() - t0) / (Z.shape[0] - N), reg
 
 
-def peak_mb(N, lam, alpha, Z, Y):
+def peak_mb(N, lam, alpha, Z, Y, w):
     """Peak memory (MB) allocated by one ``CALL``-row call after the fill."""
     reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam, alpha=alpha)
-    prequential_predict(reg, Z[:N], Y[:N])
+    prequential_predict(reg, Z[:N], Y[:N], sample_weight=None if w is None else w[:N])
     tracemalloc.start()
-    prequential_predict(reg, Z[N : N + CALL], Y[N : N + CALL])
+    prequential_predict(reg, Z[N : N + CALL], Y[N : N + CALL],
+                        sample_weight=None if w is None else w[N : N + CALL])
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return peak / 2**20
@@ -100,7 +115,8 @@ def main(argv=None):
         header = machine_header()  # inside the limit: it records one BLAS thread
         print(header_line(header))
         for N, D, lam, alpha, what in CONFIGS:
-            streams = {c: make_stream(N, D, rows, c) for c in TARGETS}
+            w = zero_weights(N + rows, ZERO_SHARE if "zero weights" in what else 0.0)
+            streams = {c: (*make_stream(N, D, rows, c), w) for c in TARGETS}
             best = {c: float("inf") for c in TARGETS}
             orth = {}
             for _ in range(repeat):
