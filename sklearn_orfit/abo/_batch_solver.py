@@ -26,7 +26,7 @@ from scipy.linalg.blas import dnrm2, idamax
 
 from .._docstrings import fill_doc
 from ._window import (
-    OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, first_immoderate, moderate, normalise_rows,
+    OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, first_immoderate, moderate, normalise_rows, unit_scale,
 )
 from ._kernels import (
     EPS, GRAM_KAPPA_MAX, REDUCED_SHARE_SCRATCH, few_rows, lstsq_stack, packed_rows, probes,
@@ -270,10 +270,8 @@ class BatchSolver:
                     # taken to unit scale first (m_j = max|x_j|, put back at the end): a
                     # zero-weight row's x is checked for no scale, and on the raw route
                     # its products with rows of norm up to 1e100 would otherwise overflow
-                    X_j = X_inert[inert_j]
-                    m = np.abs(X_j).max(axis=1, initial=0.0)
-                    m = np.where(m > 0, m, 1.0)
-                    k = _window_products(Zo, Zn, inert_j, X_j / m[:, None])
+                    m, X_j = unit_scale(X_inert[inert_j])
+                    k = _window_products(Zo, Zn, inert_j, X_j)
                     if raw:
                         k /= np.where(s_w[inert_j] > 0, s_w[inert_j], 1.0)
                     Y_pred[inert_j] = np.einsum("jn,jnc->jc", k, a[inert_j]) * m[:, None]

@@ -35,7 +35,7 @@ import numpy as np
 from scipy.linalg import lapack
 
 from .._docstrings import fill_doc
-from ._window import normalise_rows
+from ._window import normalise_rows, unit_scale
 from ._kernels import (
     GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cholesky, lstsq_cutoff, pad_windows,
     scatter_rows, solve_shifted, solve_stack,
@@ -398,9 +398,10 @@ class DualSolver(CoreBlockSolver):
                 by_t = np.zeros(fast.size, dtype=bool)
                 if new is not None and c > 1 and not blk.direct:
                     by_t = r[fast] == FAST
-                    if keep is not None and (keep[sel][fast] & by_t).any():
+                    inert_t = np.zeros(fast.size, dtype=bool) if keep is None else keep[sel][fast] & by_t
+                    if inert_t.any():
                         kA, kI = kA.copy(), kI.copy()
-                        j = np.flatnonzero(keep[sel][fast] & by_t)
+                        j = np.flatnonzero(inert_t)
                         x_scale, kA[j], kI[j] = self._inert_products(blk, idx[fast[j]], valid[fast[j]],
                                                                      inert_x[new[sel][fast[j]] - seg["m0"]], seg)
                 w = fast[~by_t]
@@ -416,10 +417,10 @@ class DualSolver(CoreBlockSolver):
                     w = fast[by_t]
                     pred_t, ok[by_t] = self._forgetting_predictions(blk, idx[w], valid[w], S[w], a[w], delta[w],
                                                                     kA[by_t], kI[by_t])
-                    if keep is not None:
+                    if inert_t.any():
                         # the inert rows' x·β (at the scale of x, put back here)
                         at = np.cumsum(by_t) - 1  # window of fast → its row of pred_t
-                        for i, jw in enumerate(np.flatnonzero(keep[sel][fast] & by_t)):
+                        for i, jw in enumerate(np.flatnonzero(inert_t)):
                             if ok[jw]:
                                 parts[sel.start + fast[jw]] = Predicted(pred_t[at[jw]] * x_scale[i])
                 r[fast[~ok]] = ORTHOGONAL
@@ -643,16 +644,13 @@ class DualSolver(CoreBlockSolver):
         ring's before the segment and the segment's own after it. One matrix–vector product
         per row and set of rows, so that a row's products do not depend on the other rows
         asked for (later rows of a call must not change an earlier prediction)."""
-        m = np.abs(X).max(axis=1, initial=0.0)
-        m = np.where(m > 0, m, 1.0)
+        m, Xs = unit_scale(X)
         buf, m0 = self.buf, seg["m0"]
-        ZA = buf.Zh[blk.slots_A]
-        kA = np.empty((X.shape[0], ZA.shape[0]))
+        kA = np.empty((X.shape[0], blk.slots_A.size))
         kI = np.zeros(idx.shape)
-        for q in range(X.shape[0]):
-            xs = X[q] / m[q]
-            kA[q] = ZA @ xs
-            ring = buf.Zh @ xs
+        for q, xs in enumerate(Xs):
+            ring = buf.Zh @ xs  # (the core's rows are ring rows too)
+            kA[q] = ring[blk.slots_A]
             pos = idx[q][valid[q]]
             own = pos >= m0  # the segment's rows before the inert row
             k = np.empty(pos.size)

@@ -42,6 +42,7 @@ from ._kernels import (
     EPS, GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cholesky, pad_windows, probes,
     scatter_rows, solve_shifted, solve_stack,
 )
+from ._window import unit_scale
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, Predicted, ReferenceWindow, _principal_blocks,
     forgetting_block_size, weight_block_size,
@@ -512,13 +513,11 @@ class PrimalSolver(CoreBlockSolver):
                     inert_t = np.zeros(w.size, dtype=bool) if keep is None else keep[sel][w]
                     if inert_t.any():
                         # (the inert rows at unit scale, m = max |x|, put back below)
-                        Xs = inert_x[new[sel][w[inert_t]] - seg["m0"]]
-                        x_scale = np.abs(Xs).max(axis=1, initial=0.0)
-                        x_scale = np.where(x_scale > 0, x_scale, 1.0)
+                        x_scale, Xs = unit_scale(inert_x[new[sel][w[inert_t]] - seg["m0"]])
                         Rt = Rt.copy()
                         for i, jw in enumerate(np.flatnonzero(inert_t)):  # (one row at a time:
                             # its bits must not depend on the other inert rows of the call)
-                            Rt[:, jw] = blk._fwd((Xs[i] / x_scale[i] / blk.d)[:, None])[:, 0]
+                            Rt[:, jw] = blk._fwd((Xs[i] / blk.d)[:, None])[:, 0]
                     pred_t, ok_t = self._forgetting_predictions(blk, idx[w], valid[w], nu[w], C[w], wy[w], m_y[w],
                                                                 delta[w], Rt)
                     ok[by_t] = ok_t

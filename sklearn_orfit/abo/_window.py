@@ -17,7 +17,7 @@ from ._kernels import svd
 
 __all__ = [
     "OVERFLOW_MESSAGE", "RingBuffer", "WindowBuffer", "first_immoderate", "moderate",
-    "normalise_rows",
+    "normalise_rows", "unit_scale",
 ]
 
 OVERFLOW_MESSAGE = (
@@ -67,6 +67,17 @@ def normalise_rows(Z):
         if np.isinf(s[bad]).any():
             _norm_overflow()
     return Zh, s
+
+
+def unit_scale(X):
+    """Rows at unit scale: ``(m, X/m)`` with ``m = max |x|`` per row (1 for a zero row).
+
+    A zero-weight row's ``x`` is checked for no scale: its products with the window's
+    rows are taken at this scale, and ``m`` put back on the prediction, so that neither
+    overflows where the prediction does not."""
+    m = np.abs(X).max(axis=1, initial=0.0)
+    m = np.where(m > 0, m, 1.0)
+    return m, X / m[:, None]
 
 
 def moderate(s, bound=1e100):
