@@ -9,15 +9,18 @@ for one target has a cliff there. This script times the same stream with ``c`` i
 windows of a few features), the dual and primal block routes with and without a ridge
 with forgetting, and a window at the interpolation threshold whose windows go to the
 orthogonal route; and the two routes with a ridge and forgetting again with 30 % of
-zero weights (a zero-weight row is predicted by the window before it). The window is
-filled first (one call, not timed); then ``ROWS`` rows
-are timed in calls of 250 (``prequential_predict``), one BLAS thread (threadpoolctl),
+zero weights (a zero-weight row is predicted by the window before it), and again in
+one-row calls (each call ends with the coefficients of its window, ``c`` columns: a
+stream that arrives a row at a time pays that solve every row), with the dual route
+without a ridge for comparison. The window is filled first (one call, not timed); then
+``ROWS`` rows (100 in one-row calls) are timed in calls of 250 or 1
+(``prequential_predict``), one BLAS thread (threadpoolctl),
 the target counts of a configuration alternating round by round, the best of
 ``--repeat`` rounds kept.
 
 It prints µs per row, the ratio to one target, the log-log slope of the cost against
 ``c`` (least squares over the four counts: 0 is free, 1 is proportional) and the peak
-memory that one 250-row call allocates (tracemalloc), and writes
+memory that one call allocates (tracemalloc), and writes
 ``benchmarks/out/bench_targets.json``::
 
     python benchmarks/bench_targets.py            # about half a minute
@@ -46,10 +49,19 @@ CONFIGS = [
     (100, 100, 0.9, 1e-12, "N = D, orthogonal windows"),
     (400, 1024, 0.99, 1e-3, "dual, ridge with forgetting, 30 % zero weights"),
     (1000, 256, 0.99, 1e-3, "primal, ridge with forgetting, 30 % zero weights"),
+    (400, 1024, 1.0, 0.0, "dual, one-row calls"),
+    (400, 1024, 0.99, 1e-3, "dual, ridge with forgetting, one-row calls"),
+    (1000, 256, 0.99, 1e-3, "primal, ridge with forgetting, one-row calls"),
 ]
 ZERO_SHARE = 0.3  # of the configurations that say "zero weights"
 TARGETS = (1, 4, 24, 96)
 CALL = 250
+ONE_ROW_ROWS = 100  # timed rows of the configurations in one-row calls (at most)
+
+
+def call_rows(what):
+    """Rows a timed call: 1 for the configurations that say "one-row calls"."""
+    return 1 if "one-row calls" in what else CALL
 
 
 def make_stream(N, D, rows, c, seed=0):
@@ -74,24 +86,24 @@ def zero_weights(rows, share, seed=1):
     return (np.random.default_rng(seed).random(rows) >= share).astype(float)
 
 
-def run(N, lam, alpha, Z, Y, w):
-    """Seconds per timed row, and the estimator after them."""
+def run(N, lam, alpha, Z, Y, w, call):
+    """Seconds per timed row (calls of ``call`` rows), and the estimator after them."""
     reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam, alpha=alpha)
     prequential_predict(reg, Z[:N], Y[:N], sample_weight=None if w is None else w[:N])
     t0 = time.perf_counter()
-    for a in range(N, Z.shape[0], CALL):
-        prequential_predict(reg, Z[a : a + CALL], Y[a : a + CALL],
-                            sample_weight=None if w is None else w[a : a + CALL])
+    for a in range(N, Z.shape[0], call):
+        prequential_predict(reg, Z[a : a + call], Y[a : a + call],
+                            sample_weight=None if w is None else w[a : a + call])
     return (time.perf_counter() - t0) / (Z.shape[0] - N), reg
 
 
-def peak_mb(N, lam, alpha, Z, Y, w):
-    """Peak memory (MB) allocated by one ``CALL``-row call after the fill."""
+def peak_mb(N, lam, alpha, Z, Y, w, call):
+    """Peak memory (MB) allocated by one ``call``-row call after the fill."""
     reg = QREWRLSRegressor(window_size=N, forgetting_factor=lam, alpha=alpha)
     prequential_predict(reg, Z[:N], Y[:N], sample_weight=None if w is None else w[:N])
     tracemalloc.start()
-    prequential_predict(reg, Z[N : N + CALL], Y[N : N + CALL],
-                        sample_weight=None if w is None else w[N : N + CALL])
+    prequential_predict(reg, Z[N : N + call], Y[N : N + call],
+                        sample_weight=None if w is None else w[N : N + call])
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     return peak / 2**20
@@ -115,23 +127,25 @@ def main(argv=None):
         header = machine_header()  # inside the limit: it records one BLAS thread
         print(header_line(header))
         for N, D, lam, alpha, what in CONFIGS:
-            w = zero_weights(N + rows, ZERO_SHARE if "zero weights" in what else 0.0)
-            streams = {c: (*make_stream(N, D, rows, c), w) for c in TARGETS}
+            call = call_rows(what)
+            timed = rows if call > 1 else min(rows, ONE_ROW_ROWS)
+            w = zero_weights(N + timed, ZERO_SHARE if "zero weights" in what else 0.0)
+            streams = {c: (*make_stream(N, D, timed, c), w) for c in TARGETS}
             best = {c: float("inf") for c in TARGETS}
             orth = {}
             for _ in range(repeat):
                 for c in TARGETS:
-                    sec, reg = run(N, lam, alpha, *streams[c])
+                    sec, reg = run(N, lam, alpha, *streams[c], call)
                     best[c] = min(best[c], sec)
                     orth[c] = int(reg.n_orthogonal_windows_)
-            peaks = {c: peak_mb(N, lam, alpha, *streams[c]) for c in TARGETS}
+            peaks = {c: peak_mb(N, lam, alpha, *streams[c], call) for c in TARGETS}
             k = slope(TARGETS, [best[c] for c in TARGETS])
             print(f"\nN = {N}, D = {D}, λ = {lam}, α = {alpha} ({what}): log-log slope {k:.2f}")
             print(f"  {'targets':>8s} {'µs/row':>9s} {'× 1 target':>11s} {'peak MB':>8s} {'orthogonal':>11s}")
             for c in TARGETS:
                 us = best[c] * 1e6
                 print(f"  {c:8d} {us:9.1f} {best[c] / best[1]:11.2f} {peaks[c]:8.1f} {orth[c]:11d}")
-                results.append({"N": N, "D": D, "lam": lam, "alpha": alpha, "what": what, "targets": c,
+                results.append({"N": N, "D": D, "lam": lam, "alpha": alpha, "what": what, "call_rows": call, "targets": c,
                                 "us_per_row": us, "ratio_to_one": best[c] / best[1], "slope": k,
                                 "peak_mb": peaks[c], "n_orthogonal_windows": orth[c]})
     path = write_results("bench_targets", {"rows": rows, "repeat": repeat, "call_rows": CALL, "points": results},

@@ -1154,3 +1154,56 @@ def test_several_targets_no_look_ahead_with_zero_weights(route, D):
                                    sample_weight=w[start : start + k])
         # (the last row of a call is solved as the call's last window: not compared)
         np.testing.assert_array_equal(part[: k - 1], full[: k - 1], err_msg=f"call of {k} rows")
+
+
+@pytest.mark.parametrize("route, N, D, lam, alpha", [
+    ("dual", 80, 200, 0.99, 1e-3), ("dual", 150, 256, 0.95, 0.1), ("primal", 200, 100, 0.97, 1e-3),
+    ("primal", 300, 100, 0.9, 0.1)])
+@pytest.mark.parametrize("zero_weights", [False, True])
+def test_one_row_calls_take_the_coefficients_from_the_window_matrix(route, N, D, lam, alpha, zero_weights,
+                                                                     monkeypatch):
+    # A one-row call ends with the coefficients of its window, c columns: with a ridge and
+    # forgetting they were iterated against the block's factor, column by column (N = 400,
+    # D = 1024, λ = 0.99, α = 1e-3: 2.5 ms a row for one target, 20 ms for 96). Where the
+    # window's own matrix costs less (coef_directly) it is solved directly: every step
+    # within the oracle's bound (a one-row call predicts from the coefficients the call
+    # before committed), the direct solve taken for most rows.
+    import sklearn_orfit.abo._dual_solver as dual_solver
+    from sklearn_orfit.abo._primal_solver import PrimalSolver
+
+    taken = []
+    if route == "dual":
+        original = dual_solver.dual_window_solve
+
+        def spy(*args, **kwargs):
+            a = original(*args, **kwargs)
+            taken.append(a is not None)
+            return a
+
+        monkeypatch.setattr(dual_solver, "dual_window_solve", spy)
+    else:
+        original = PrimalSolver._forgetting_ridge_direct
+
+        def spy(self, blk, idx, *args):
+            taken.append(not blk.direct)
+            return original(self, blk, idx, *args)
+
+        monkeypatch.setattr(PrimalSolver, "_forgetting_ridge_direct", spy)
+    Z, y = abo_features(D, N + 120)
+    rng = np.random.default_rng(1)
+    Y = np.column_stack([y, np.sin(3 * y), y**2] + [rng.normal(size=y.shape) for _ in range(21)])
+    w = (rng.random(len(y)) > 0.1).astype(float) if zero_weights else None
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
+    fit = {} if w is None else {"sample_weight": w[:N]}
+    pred = [prequential_predict(reg, Z[:N], Y[:N], **fit)]
+    start = len(taken)
+    for i in range(N, len(y)):
+        pred.append(prequential_predict(reg, Z[i : i + 1], Y[i : i + 1],
+                                        **({} if w is None else {"sample_weight": w[i : i + 1]})))
+    assert isinstance(getattr(reg._solver, "inner", reg._solver),
+                      dual_solver.DualSolver if route == "dual" else PrimalSolver)
+    assert sum(taken[start:]) >= 0.8 * (len(y) - N), (sum(taken[start:]), len(y) - N)
+    assert_matches_oracle(np.concatenate(pred), Z, Y, N=N, lam=lam, alpha=alpha, sample_weight=w)
+    o_beta = prequential_oracle(Z[-N:], Y[-N:], window_size=N, forgetting_factor=lam, alpha=alpha,
+                                sample_weight=None if w is None else w[-N:])[2]
+    np.testing.assert_allclose(reg.coef_, o_beta, atol=1e-9 * np.abs(o_beta).max())

@@ -657,7 +657,7 @@ def test_solve_shifted_solves_every_shift_of_the_block():
     Pinv = np.linalg.inv(P)
     x0 = Pinv @ B
     size = lambda x: np.abs(x[0]).max(axis=0)  # noqa: E731
-    (x,), ok = solve_shifted(lambda x: [Pinv @ (Sigma @ x[0])], [x0], [delta[None, :]], size)
+    (x,), ok, _ = solve_shifted(lambda x: [Pinv @ (Sigma @ x[0])], [x0], [delta[None, :]], size)
     assert ok.all()
     for w in range(nw):
         exact = np.linalg.solve(P + delta[w] * Sigma, B[:, w])
@@ -665,7 +665,7 @@ def test_solve_shifted_solves_every_shift_of_the_block():
         assert np.abs(x[:, w] - exact).max() <= 100 * EPS * kappa * np.abs(exact).max()
     np.testing.assert_allclose(x[:, 3], x0[:, 3], rtol=1e-15)  # δ = 0: x = P⁻¹b
     # too few steps for the widest shifts: reported, not returned as converged
-    (_,), ok = solve_shifted(lambda x: [Pinv @ (Sigma @ x[0])], [x0], [delta[None, :]], size,
+    (_,), ok, _ = solve_shifted(lambda x: [Pinv @ (Sigma @ x[0])], [x0], [delta[None, :]], size,
                              max_steps=3)
     assert not ok[0] and not ok[-1] and ok[3]
 
@@ -689,7 +689,7 @@ def test_solve_shifted_stops_at_its_tolerance_per_window():
         return [M @ x[0]]
 
     tol = np.array([REFINED_TOL, 0.0, REFINED_TOL])
-    (x,), ok = solve_shifted(apply_M, [x0], [delta[None, :]], size, tol=tol, spread=spread)
+    (x,), ok, _ = solve_shifted(apply_M, [x0], [delta[None, :]], size, tol=tol, spread=spread)
     assert ok.all()
     err = [np.abs(x[:, w] - np.linalg.solve(P + delta[w] * Sigma, B[:, w])).max() / np.abs(x[:, w]).max()
            for w in range(3)]
@@ -699,8 +699,8 @@ def test_solve_shifted_stops_at_its_tolerance_per_window():
     # as it is once converged
     n_all = len(steps)
     steps.clear()
-    solve_shifted(apply_M, [x0[:, 1:2]], [delta[None, 1:2]], size, spread=spread)
-    assert len(steps) > 1
+    taken = solve_shifted(apply_M, [x0[:, 1:2]], [delta[None, 1:2]], size, spread=spread)[2]
+    assert len(steps) > 1 and taken == len(steps)  # (the steps it reports: see ridge_share)
     steps.clear()
     solve_shifted(apply_M, [x0[:, :1]], [delta[None, :1]], size, tol=tol[:1], spread=spread)
     assert len(steps) < n_all
@@ -734,12 +734,12 @@ def test_solve_shifted_accepts_a_step_stalled_at_rounding_not_a_slow_one():
         sign = (-1.0) ** calls["n"] * np.sign(rng.normal(size=x[0].shape))
         return [M @ x[0] + sign * 40 * EPS * np.abs(x[0]).max(axis=0)]
 
-    (x,), ok = solve_shifted(noisy, [x0], [delta[None, :]], size)
+    (x,), ok, _ = solve_shifted(noisy, [x0], [delta[None, :]], size)
     assert ok.all()
     exact = np.linalg.solve(P + 0.2 * Sigma, b)
     assert np.abs(x - exact).max() <= 2 * STALL_EPS * EPS * np.abs(exact).max() * np.linalg.cond(P)
     # the same noise, too few steps to reach it: still contracting, not converged
-    (_,), ok = solve_shifted(noisy, [x0], [delta[None, :]], size, max_steps=4)
+    (_,), ok, _ = solve_shifted(noisy, [x0], [delta[None, :]], size, max_steps=4)
     assert not ok.any()
 
 
@@ -764,7 +764,7 @@ def test_solve_shifted_leaves_a_converged_window_as_it_is():
             sign = (-1.0) ** calls["n"] * np.sign(np.sin(1e7 * x[0]))
             return [M @ x[0] + sign * amp[cols] * np.abs(x[0]).max(axis=0)]
 
-        (x,), ok = solve_shifted(noisy, [X0[:, cols]], [np.asarray(delta)[None, :]], size,
+        (x,), ok, _ = solve_shifted(noisy, [X0[:, cols]], [np.asarray(delta)[None, :]], size,
                                  spread=(lambda v: [v[None, :]]) if freeze else None)
         assert ok.all()
         return x

@@ -21,7 +21,6 @@ instead, ``ŷ/s = k̂ᵀK⁻¹ỹ = (K⁻¹k̂)ᵀỹ``: one column, not ``c``.
 import math
 
 import numpy as np
-from scipy.linalg import lapack
 from scipy.linalg.blas import dnrm2, idamax
 
 from .._docstrings import fill_doc
@@ -29,15 +28,14 @@ from ._window import (
     OVERFLOW_MESSAGE, WindowBuffer, _norm_overflow, first_immoderate, moderate, normalise_rows, unit_scale,
 )
 from ._kernels import (
-    EPS, GRAM_KAPPA_MAX, REDUCED_SHARE_SCRATCH, few_rows, lstsq_stack, packed_rows, probes,
-    solve_normal_stack,
+    EPS, GRAM_KAPPA_MAX, REDUCED_SHARE_SCRATCH, SHIFT_MAX, cho_solve_checked, dual_window_solve, few_rows,
+    lstsq_stack, packed_rows, probe_columns, solve_normal_stack, weight_spread,
 )
 
 __all__ = ["BatchSolver"]
 
 # numbers held by the temporary stacks of one block (≈ 32 MB)
 _BLOCK_NUMBERS = 2**22
-_SHIFT_MAX = 1e200
 # primal normal equations without rescaling while norms lie in [1e-50, 1e50] and weights
 # are at least 1e-50: ω = w s² then lies in [1e-150, 1e100]
 _PRIMAL_RANGE = 1e50
@@ -372,7 +370,7 @@ class BatchSolver:
             shift = self.alpha / (w * s_w * s_w) if self.alpha else np.zeros_like(s_w)
         # rows that carry nothing: before the stream, zero rows (a zero weight included),
         # or (with a ridge) negligible ones
-        dec = before_stream | (s_w == 0) | ((self.alpha > 0) & ~(shift <= _SHIFT_MAX))
+        dec = before_stream | (s_w == 0) | ((self.alpha > 0) & ~(shift <= SHIFT_MAX))
         S = K  # a fresh array: solved in place
         jj, ii = np.nonzero(dec)
         S[jj, ii, :] = 0.0
@@ -386,7 +384,7 @@ class BatchSolver:
         # without a ridge the coupled diagonal is that of unit rows: 1
         a, kappa = solve_normal_stack(S, rhs, pad=dec, jacobi=bool(self.alpha))
         if self.alpha == 0.0:
-            kappa = kappa * _spread(w * s_w, s_w, ~dec)
+            kappa = kappa * weight_spread(w * s_w, s_w, ~dec)
         return a, ~(kappa <= GRAM_KAPPA_MAX)
 
     def _dual_merged(self, K, rows, ids, s_w, Y_w, before_stream, w):
@@ -587,11 +585,7 @@ class BatchSolver:
         buf, N = self.buf, self.N
         # (products with the slot's own row are replaced by push: ẑ·ẑ = 1 exactly)
         buf.push(zh, s, y, None if buf.G is None else buf.Zh @ zh, written=written)
-        if self.lam == 1.0 and buf.n == N:
-            w = None  # every weight is 1
-        else:
-            age = (buf.pos - 1 - np.arange(N)) % N  # by slot
-            w = np.where(age < buf.n, self.lam ** np.minimum(age, buf.n), 0.0)
+        w = buf.slot_weights(self.lam)  # (None: every weight is 1)
         bounded = False
         if self.dual:
             a = self._one_dual(w)
@@ -629,41 +623,11 @@ class BatchSolver:
             lo_inv = inv[idamax(inv)]
             if lo_inv < math.inf:
                 q = s[idamax(s)] * lo_inv
-                B = _probe_columns(self.N, c)
+                B = probe_columns(self.N, c)
                 np.multiply(buf.Y, inv[:, None], out=B[:, :c])
-                return _cho_solve_checked(buf.G, B, spread=float(q * q), jacobi=False,
+                return cho_solve_checked(buf.G, B, spread=float(q * q), jacobi=False,
                                           overwrite_S=False)
-        S = buf.G.copy()
-        # rows that carry nothing are decoupled (â = 0, exactly what the pseudo-inverse
-        # does with a zero row): empty slots, zero rows, and with a ridge negligible rows
-        dec = (s == 0) if w is None else (w == 0) | (s == 0)
-        if self.alpha:
-            # (under the caller's np.errstate: a shift that overflows decouples its row)
-            shift = self.alpha / ((1.0 if w is None else w) * s * s)
-            dec |= ~(shift <= _SHIFT_MAX)
-            S.flat[:: self.N + 1] += np.where(dec, 0.0, shift)
-        # (under the caller's np.errstate: y/0 of a decoupled row is zeroed below)
-        B = _probe_columns(self.N, c)
-        rhs = B[:, :c]
-        np.divide(buf.Y, s[:, None], out=rhs)
-        any_dec = dec.any()
-        if any_dec:
-            S[dec, :] = 0.0
-            S[:, dec] = 0.0
-            rhs[dec] = 0.0
-        spread = 1.0
-        if not self.alpha:
-            # the spread of w s² over the rows kept, as the block path's: the unit rows'
-            # Gram matrix does not see rows graded in norm or weight, lstsq's cut-off does
-            if w is None:
-                hi = s.max()
-                q = hi / (np.where(dec, hi, s).min() if any_dec else s.min())
-                spread = float(q * q)  # inf when it overflows (or NaN for an all-zero window)
-            else:
-                spread = float(_spread(w * s, s, ~dec))
-        return _cho_solve_checked(
-            S, B, pad=dec if any_dec else None, spread=spread, jacobi=bool(self.alpha)
-        )
+        return dual_window_solve(buf.G, s, buf.Y, w, alpha=self.alpha)
 
     def _one_primal(self, w):
         """The weighted normal equations of the ring's rows (scaled as :meth:`_primal`)."""
@@ -693,9 +657,9 @@ class BatchSolver:
         # large target) goes to the orthogonal route, which works on the raw rows
         if not math.isfinite(dnrm2(rhs.ravel())):
             return None
-        B = _probe_columns(self.D, self.c)
+        B = probe_columns(self.D, self.c)
         B[:, : self.c] = rhs
-        return _cho_solve_checked(S, B, jacobi=not moderate)
+        return cho_solve_checked(S, B, jacobi=not moderate)
 
 
 class _NotModerate(Exception):
@@ -707,18 +671,6 @@ class _NotModerate(Exception):
     def __init__(self, first=0):
         super().__init__(first)
         self.first = int(first)
-
-
-def _spread(ws, s, keep):
-    """``max/min`` of ``w s²`` (given ``w s`` and ``s``) over ``keep`` along the last
-    axis, ``inf`` for a zero; ``s`` is divided by its largest value first, so the squares
-    cannot overflow and only rows far below the largest underflow (to a spread of ``inf``)."""
-    top = np.where(keep, s, 0.0).max(axis=-1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
-        v = ws * (s / np.where(top > 0, top, 1.0))
-        hi = np.where(keep, v, 0.0).max(axis=-1, initial=0.0)
-        lo = np.where(keep, v, np.inf).min(axis=-1, initial=np.inf)
-        return np.where(np.isfinite(lo), hi / lo, 1.0)
 
 
 def _windows(A, N):
@@ -880,59 +832,3 @@ def _windows_from_band(band, nwin, N, js=None):
 def _gram_of_window(band, n, N):
     """The Gram matrix of the last ``N`` rows of ``E`` (``n`` rows), from the band."""
     return _windows_from_band(band[n - N :], 1, N)[0] if n >= N else None
-
-
-def _cho_solve_checked(S, B, pad=None, spread=1.0, jacobi=True, overwrite_S=True):
-    """Cholesky solve of one SPD system, or ``None`` when it is too ill-conditioned.
-
-    The single-window twin of :func:`solve_normal_stack` (Jacobi scaling, the same
-    two-probe condition estimate times ``spread``); ``B`` is a :func:`_probe_columns`
-    array whose leading columns hold the right-hand sides; ``pad`` rows, already zero,
-    are decoupled. ``jacobi=False``: no scaling, for a diagonal that is already 1 (a Gram
-    matrix of unit rows) or a matrix of moderate scale, whose estimate then bounds
-    ``κ(S)`` itself. ``B`` is overwritten, and so is ``S`` unless
-    ``overwrite_S=False`` (then LAPACK factorises a copy, and ``S`` may not be padded or
-    scaled).
-    """
-    if pad is not None:
-        i = np.flatnonzero(pad)
-        S[i, i] = 1.0
-    c = B.shape[1] - 2
-    if jacobi:
-        # Jacobi scaling Ŝ = D⁻¹ S D⁻¹, d = √diag S; the spread of the diagonal goes into
-        # the bound
-        d = np.sqrt(S.diagonal())
-        lo = d.min()
-        if not lo > 0.0:
-            return None
-        q = d.max() / lo
-        spread = spread * q * q
-        inv = 1.0 / d
-        S *= inv
-        S *= inv[:, None]
-        B[:, :c] *= inv[:, None]
-    nrm = dnrm2(S.ravel())  # ‖Ŝ‖_F, before S is factorised
-    # one factorisation and triangular solve for the right-hand sides and the two fixed
-    # probes v: κ(Ŝ) ≈ ‖Ŝ‖_F · max_v ‖Ŝ⁻¹v‖ (the estimate of solve_normal_stack). S is
-    # symmetric: its transpose is a Fortran-ordered view LAPACK factorises in place when
-    # it may be overwritten
-    _, sol, info = lapack.dposv(S.T, B, lower=1, overwrite_a=overwrite_S, overwrite_b=1)
-    if info != 0:
-        return None
-    kappa = nrm * max(dnrm2(sol[:, c]), dnrm2(sol[:, c + 1])) * spread
-    if not kappa <= GRAM_KAPPA_MAX:
-        return None
-    return sol[:, :c] if not jacobi else sol[:, :c] * inv[:, None]
-
-
-_PROBE_COLUMNS = {}
-
-
-def _probe_columns(n, c):
-    """A fresh Fortran-ordered ``(n, c + 2)`` array whose last two columns are the probes."""
-    template = _PROBE_COLUMNS.get((n, c))
-    if template is None:
-        template = np.zeros((n, c + 2), order="F")
-        template[:, c:] = probes(n)
-        _PROBE_COLUMNS[(n, c)] = template
-    return template.copy(order="F")

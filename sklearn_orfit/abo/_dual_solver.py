@@ -37,19 +37,17 @@ from scipy.linalg import lapack
 from .._docstrings import fill_doc
 from ._window import normalise_rows, unit_scale
 from ._kernels import (
-    GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cholesky, lstsq_cutoff, pad_windows,
-    scatter_rows, solve_shifted, solve_stack,
+    GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, SHIFT_MAX, cholesky, dual_window_solve,
+    lstsq_cutoff, pad_windows, scatter_rows, solve_shifted, solve_stack,
 )
 from ._window_solvers import (
-    FAST, ORTHOGONAL, REFINE, CoreBlockSolver, Predicted, ReferenceWindow, _principal_blocks,
-    forgetting_block_size, weight_block_size,
+    FAST, ORTHOGONAL, REFINE, CoreBlockSolver, Predicted, ReferenceWindow, _principal_blocks, coef_directly,
+    expected_steps, forgetting_block_size, ridge_share, weight_block_size,
 )
 
 __all__ = ["DualSolver", "default_block_size", "direct_block_size", "iteration_block_size"]
 
 _EPS = np.finfo(np.float64).eps
-# a ridge shift α/s² above this decouples the row: its influence is below rounding
-_SHIFT_MAX = 1e200
 
 #: Largest number of window rows for which a ridge with forgetting may form and solve each
 #: window's own matrix ``P + δΣ`` (see :meth:`DualSolver._direct_block_size`): this many,
@@ -267,6 +265,11 @@ class DualSolver(CoreBlockSolver):
 
     orientation = "columns"
 
+    #: how much the ridge weighs against the window, as the iteration's steps show it
+    #: (:func:`~._window_solvers.ridge_share`; a ridge with forgetting, see
+    #: :meth:`_coef_directly`): 1 until a step is seen
+    ridge_share = 1.0
+
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size=None):
         if block_size is None:
             block_size = iteration_block_size(window_size, forgetting_factor, alpha)
@@ -281,7 +284,7 @@ class DualSolver(CoreBlockSolver):
         if self.alpha > 0:
             # rows whose ridge shift α/s² overflows carry no information: decouple them
             with np.errstate(over="ignore"):
-                tiny = (s > 0) & (self.alpha * _inv_or_zero(s) ** 2 > _SHIFT_MAX)
+                tiny = (s > 0) & (self.alpha * _inv_or_zero(s) ** 2 > SHIFT_MAX)
             Zh[tiny], s[tiny] = 0.0, 0.0
         return Zh, s
 
@@ -303,6 +306,37 @@ class DualSolver(CoreBlockSolver):
         """
         return direct_block_size(self.N, self.buf.n, forgetting_factor=self.lam, alpha=self.alpha,
                                  iteration_block=self.b)
+
+    def coef(self):
+        """``β`` of the current window, shape ``(D, n_targets)``.
+
+        A ridge with forgetting: from the window's own matrix, ``K̂ + diag(α/(w s²))``
+        (the ring's Gram matrix and one Cholesky solve, :func:`~._kernels.dual_window_solve`),
+        where that costs less than the iteration against the block's factor for all ``c``
+        columns (:func:`~._window_solvers.coef_directly`; a one-row call pays it every row);
+        a window too ill-conditioned for it takes the block's routes."""
+        buf = self.buf
+        if buf.n and self._coef_directly():
+            with np.errstate(all="ignore"):  # (an overflow is reported by the estimator)
+                # (judged, as the block's windows are, by the condition of the scaled matrix)
+                a = dual_window_solve(buf.G, buf.s, buf.Y, buf.slot_weights(self.lam), alpha=self.alpha,
+                                      diagonal_spread=False)
+            if a is not None:
+                return buf.Zh.T @ a
+        return super().coef()
+
+    def _coef_directly(self):
+        if not (self.alpha > 0 and self.lam < 1.0):
+            return False  # (no iteration)
+        blk = self.block
+        if blk is not None and blk.j < blk.b:
+            if blk.direct:
+                return False  # (each window solves its own matrix already)
+            delta = float(blk.delta(blk.window_steps(blk.m)))
+        else:  # the first window of the next block
+            delta = float(np.expm1(0.5 * (self.b - 1) * np.log(self.lam)))
+        steps = expected_steps(self.ridge_share, delta)
+        return coef_directly(self.buf.n, self.c, steps)
 
     def _shift(self, slots, by_norm=False):
         """Ridge shifts ``α/s²`` of rows given by slot (or by norm), without forgetting
@@ -633,7 +667,9 @@ class DualSolver(CoreBlockSolver):
         def apply_M(x):  # P⁻¹(Σx)
             return list(p_inv(sA * x[0], sI * x[1]))
 
-        (xA, xI), ok = solve_shifted(apply_M, [x0A, x0I], spread(delta), size, spread=spread, tol=tol)
+        (xA, xI), ok, steps = solve_shifted(apply_M, [x0A, x0I], spread(delta), size, spread=spread, tol=tol)
+        if rhs is None and not np.any(tol):  # (solved to rounding: what coef() would take)
+            self.ridge_share = ridge_share(steps, delta) or self.ridge_share
         return (np.moveaxis(xA.reshape(nA, nw, c), 1, 0)[:n_in], xI[:n_in]), ok[:n_in]
 
     def _inert_products(self, blk, idx, valid, X, seg):
@@ -683,7 +719,8 @@ class DualSolver(CoreBlockSolver):
             return [s * u for s, u in zip(shifts, p_inv(*t))]
 
         t0 = [np.ascontiguousarray(kA.T), (kI * valid)[:, :, None]]
-        (tA, tI), ok = solve_shifted(apply_Mt, t0, spread(delta), size, spread=spread)
+        (tA, tI), ok, steps = solve_shifted(apply_Mt, t0, spread(delta), size, spread=spread)
+        self.ridge_share = ridge_share(steps, delta) or self.ridge_share
         w_of = np.broadcast_to(np.arange(idx.shape[0])[:, None], idx.shape)
         tI = (tI[:, :, 0] - (blk.X.T @ tA)[idx, w_of]) * valid
         return (tA.T @ blk.a_y + np.einsum("wi,wic->wc", tI, a))[:nw], ok[:nw]
@@ -924,7 +961,7 @@ def ridge_shifts(s, *, alpha, log_w=0.0):
         return np.where(s > 0, 0.0, 1.0)
     with np.errstate(over="ignore", divide="ignore"):
         shift = alpha * np.exp(-log_w) * _inv_or_zero(s) ** 2
-    return np.where(s > 0, np.minimum(shift, _SHIFT_MAX), 1.0)
+    return np.where(s > 0, np.minimum(shift, SHIFT_MAX), 1.0)
 
 
 def _inv_or_zero(s):

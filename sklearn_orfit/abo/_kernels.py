@@ -6,6 +6,9 @@
 * :func:`solve_normal_stack` — a stack of symmetric positive (semi)definite systems with
   a condition estimate (Gram matrices square the condition number: callers send a window
   whose estimate exceeds :data:`GRAM_KAPPA_MAX` to the orthogonal route);
+* :func:`dual_window_solve` and :func:`cho_solve_checked` — one window's dual system
+  solved directly, and the one symmetric positive definite solve with its condition
+  estimate it rests on;
 * :func:`cholesky` — the factor of a block's core (one symmetric positive definite
   matrix) with LAPACK's condition estimate;
 * :func:`probes` — the fixed probe vectors of the condition estimates;
@@ -32,17 +35,22 @@ import math
 import numpy as np
 from scipy.linalg import lapack
 from scipy.linalg import svd as _scipy_svd
+from scipy.linalg.blas import dnrm2
 
 __all__ = [
     "EPS",
     "GRAM_KAPPA_MAX",
+    "SHIFT_MAX",
+    "cho_solve_checked",
     "cholesky",
+    "dual_window_solve",
     "clear_of_cutoff",
     "cutoff_margin",
     "lstsq_cutoff",
     "lstsq_stack",
     "min_norm_solve",
     "pinv_factors",
+    "probe_columns",
     "probes",
     "few_rows",
     "packed_rows",
@@ -55,6 +63,7 @@ __all__ = [
     "triangular_lstsq",
     "triangular_solve",
     "unbatched",
+    "weight_spread",
     "window_lstsq",
 ]
 
@@ -309,6 +318,129 @@ def cholesky(S, *, kappa_max, inverse_norm=False):
         return L, ok
     inv_norm = 1.0 / float(rcond * anorm) if ok and rcond * anorm > 0 else np.inf
     return L, ok, inv_norm
+
+
+def weight_spread(ws, s, keep):
+    """``max/min`` of ``w s²`` (given ``w s`` and ``s``) over ``keep`` along the last
+    axis, ``inf`` for a zero; ``s`` is divided by its largest value first, so the squares
+    cannot overflow and only rows far below the largest underflow (to a spread of ``inf``)."""
+    top = np.where(keep, s, 0.0).max(axis=-1, keepdims=True)
+    with np.errstate(divide="ignore", invalid="ignore", under="ignore"):
+        v = ws * (s / np.where(top > 0, top, 1.0))
+        hi = np.where(keep, v, 0.0).max(axis=-1, initial=0.0)
+        lo = np.where(keep, v, np.inf).min(axis=-1, initial=np.inf)
+        return np.where(np.isfinite(lo), hi / lo, 1.0)
+
+
+def cho_solve_checked(S, B, pad=None, spread=1.0, jacobi=True, overwrite_S=True, diagonal_spread=True):
+    """Cholesky solve of one SPD system, or ``None`` when it is too ill-conditioned.
+
+    The single-window twin of :func:`solve_normal_stack` (Jacobi scaling, the same
+    two-probe condition estimate times ``spread``); ``B`` is a :func:`probe_columns`
+    array whose leading columns hold the right-hand sides; ``pad`` rows, already zero,
+    are decoupled. ``jacobi=False``: no scaling, for a diagonal that is already 1 (a Gram
+    matrix of unit rows) or a matrix of moderate scale, whose estimate then bounds
+    ``κ(S)`` itself. ``B`` is overwritten, and so is ``S`` unless
+    ``overwrite_S=False`` (then LAPACK factorises a copy, and ``S`` may not be padded or
+    scaled). ``diagonal_spread=False``: the estimate is that of the scaled matrix alone
+    (Cholesky's error is that of ``Ŝ`` whatever the scaling; the block routes judge a
+    ridge with forgetting, whose shifts span the weights, by it too).
+    """
+    if pad is not None:
+        i = np.flatnonzero(pad)
+        S[i, i] = 1.0
+    c = B.shape[1] - 2
+    if jacobi:
+        # Jacobi scaling Ŝ = D⁻¹ S D⁻¹, d = √diag S; the spread of the diagonal goes into
+        # the bound
+        d = np.sqrt(S.diagonal())
+        lo = d.min()
+        if not lo > 0.0:
+            return None
+        if diagonal_spread:
+            q = d.max() / lo
+            spread = spread * q * q
+        inv = 1.0 / d
+        S *= inv
+        S *= inv[:, None]
+        B[:, :c] *= inv[:, None]
+    nrm = dnrm2(S.ravel())  # ‖Ŝ‖_F, before S is factorised
+    # one factorisation and triangular solve for the right-hand sides and the two fixed
+    # probes v: κ(Ŝ) ≈ ‖Ŝ‖_F · max_v ‖Ŝ⁻¹v‖ (the estimate of solve_normal_stack). S is
+    # symmetric: its transpose is a Fortran-ordered view LAPACK factorises in place when
+    # it may be overwritten
+    _, sol, info = lapack.dposv(S.T, B, lower=1, overwrite_a=overwrite_S, overwrite_b=1)
+    if info != 0:
+        return None
+    kappa = nrm * max(dnrm2(sol[:, c]), dnrm2(sol[:, c + 1])) * spread
+    if not kappa <= GRAM_KAPPA_MAX:
+        return None
+    return sol[:, :c] if not jacobi else sol[:, :c] * inv[:, None]
+
+
+_PROBE_COLUMNS = {}
+
+
+def probe_columns(n, c):
+    """A fresh Fortran-ordered ``(n, c + 2)`` array whose last two columns are the probes."""
+    template = _PROBE_COLUMNS.get((n, c))
+    if template is None:
+        template = np.zeros((n, c + 2), order="F")
+        template[:, c:] = probes(n)
+        _PROBE_COLUMNS[(n, c)] = template
+    return template.copy(order="F")
+
+
+#: A ridge shift ``α/(w s²)`` above this decouples its row: the row's influence on the
+#: solution is below rounding (and its shift would overflow further on).
+SHIFT_MAX = 1e200
+
+
+def dual_window_solve(G, s, Y, w, *, alpha, diagonal_spread=True):
+    """``â`` of one window's dual system, solved directly, or ``None``.
+
+    ``(K̂ + diag(α/(w s²))) â = y/s`` over the window's rows (``G = K̂``, the Gram matrix
+    of its unit rows, not modified; ``s`` their norms, ``Y`` their targets, ``w`` their
+    weights, None for all 1). The solution is ``β = Ẑᵀâ``: the ridge solution, or with
+    ``α = 0`` the minimum-norm interpolant. Rows that carry nothing are decoupled
+    (``â = 0``, what the pseudo-inverse gives a zero row): zero rows, zero weights and,
+    with a ridge, rows whose shift exceeds :data:`SHIFT_MAX`. One Cholesky solve
+    (:func:`cho_solve_checked`, Jacobi-scaled with a ridge: the shifts span the weights);
+    ``None`` when its condition estimate exceeds :data:`GRAM_KAPPA_MAX`, or, without a
+    ridge, when the spread of ``w s²`` would let lstsq's cut-off truncate rows the Gram
+    matrix of unit rows does not see (``diagonal_spread``: see :func:`cho_solve_checked`).
+    ``O(n³/3 + n²c)``. Call under
+    ``np.errstate(all="ignore")``: overflow (of a shift, of the solution) is detected here
+    or by the caller, not warned about.
+    """
+    n, c = G.shape[0], Y.shape[1]
+    S = G.copy()
+    dec = (s == 0) if w is None else (w == 0) | (s == 0)
+    if alpha:
+        # (a shift that overflows decouples its row)
+        shift = alpha / ((1.0 if w is None else w) * s * s)
+        dec |= ~(shift <= SHIFT_MAX)
+        S.flat[:: n + 1] += np.where(dec, 0.0, shift)
+    B = probe_columns(n, c)
+    rhs = B[:, :c]
+    np.divide(Y, s[:, None], out=rhs)  # (y/0 of a decoupled row is zeroed below)
+    any_dec = dec.any()
+    if any_dec:
+        S[dec, :] = 0.0
+        S[:, dec] = 0.0
+        rhs[dec] = 0.0
+    spread = 1.0
+    if not alpha:
+        # the spread of w s² over the rows kept: the unit rows' Gram matrix does not see
+        # rows graded in norm or weight, lstsq's cut-off does
+        if w is None:
+            hi = s.max()
+            q = hi / (np.where(dec, hi, s).min() if any_dec else s.min())
+            spread = float(q * q)  # inf when it overflows (or NaN for an all-zero window)
+        else:
+            spread = float(weight_spread(w * s, s, ~dec))
+    return cho_solve_checked(S, B, pad=dec if any_dec else None, spread=spread, jacobi=bool(alpha),
+                             diagonal_spread=diagonal_spread)
 
 
 _PROBES = {}
@@ -846,12 +978,15 @@ def solve_shifted(apply_M, x0, delta, size, *, spread=None, max_steps=MAX_STEPS,
     converged : ndarray of shape (n_windows,) of bool
         Windows that a step changed by at most ``4 eps`` of ``max |x|`` (or ``tol``),
         or by at most :data:`STALL_EPS` ``eps`` without contracting (rounding).
+    steps : int
+        The steps taken (see :class:`~._window_solvers.ShiftedSteps`).
     """
     omega = [2.0 / (2.0 + d) for d in delta]
     x = list(x0)
     converged = np.zeros(size(x0).shape, dtype=bool)
     last = np.full(converged.shape, np.inf)
-    for _ in range(max_steps):
+    steps = 0
+    for steps in range(1, max_steps + 1):
         Mx = apply_M(x)
         step = [w * (v0 - v - d * m) for w, v0, v, d, m in zip(omega, x0, x, delta, Mx)]
         if spread is not None and converged.any():
@@ -871,4 +1006,4 @@ def solve_shifted(apply_M, x0, delta, size, *, spread=None, max_steps=MAX_STEPS,
         last = rel
         if converged.all():
             break
-    return x, converged
+    return x, converged, steps

@@ -44,8 +44,8 @@ from ._kernels import (
 )
 from ._window import unit_scale
 from ._window_solvers import (
-    FAST, ORTHOGONAL, REFINE, CoreBlockSolver, Predicted, ReferenceWindow, _principal_blocks,
-    forgetting_block_size, weight_block_size,
+    FAST, ORTHOGONAL, REFINE, CoreBlockSolver, Predicted, ReferenceWindow, _principal_blocks, coef_directly,
+    expected_steps, forgetting_block_size, ridge_share, weight_block_size,
 )
 
 __all__ = ["PrimalSolver", "direct_shifts", "primal_block_size"]
@@ -182,11 +182,12 @@ class _PrimalBlock(ReferenceWindow):
         S /= d[:, None]
         S /= d[None, :]
         self.nSA = float(np.sqrt(np.einsum("ij,ij->", S, S)))
-        # a ridge with forgetting at small D solves each window's own matrix: it needs the
-        # scaled core matrix and the periphery's scaled rows ẑ_p/d (none otherwise)
+        # a ridge with forgetting at small D solves each window's own matrix, and at any D
+        # may solve the coefficients a call ends with so (PrimalSolver._coef_directly): it
+        # needs the scaled core matrix and the periphery's scaled rows ẑ_p/d (none otherwise)
         self.direct = bool(direct)
-        self.S_A = S.copy() if self.direct else None
-        self.U = np.zeros((D if self.direct else 0, P), order="F")
+        self.S_A = S.copy() if self.forgets else None
+        self.U = np.zeros((D if self.forgets else 0, P), order="F")
         # the core itself must be well conditioned (its factor is what every window's
         # solve and condition probe go through): LAPACK's 1-norm estimate, allowed the
         # factor D by which κ₁ may exceed κ₂, against the largest condition a window may
@@ -234,7 +235,7 @@ class _PrimalBlock(ReferenceWindow):
         # r = L_A⁻¹ ẑ/d for every row, T_pq = r_p·r_q
         R = lapack.dtrtrs(self.L, Zd.T, lower=1)[0] if self.core_ok else np.zeros(Zd.T.shape)
         self.R[:, new] = R
-        if self.direct:
+        if self.forgets:
             self.U[:, new] = Zd.T
         T = R.T @ self.R[:, live]
         self.T[new, live] = T
@@ -378,6 +379,11 @@ class PrimalSolver(CoreBlockSolver):
 
     orientation = "rows"
 
+    #: how much the ridge weighs against the window, as the iteration's steps show it
+    #: (:func:`~._window_solvers.ridge_share`; a ridge with forgetting, see
+    #: :meth:`_coef_directly`): 1 until a step is seen
+    ridge_share = 1.0
+
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size=None):
         super().__init__(
             window_size=window_size, n_features=n_features, n_targets=n_targets,
@@ -387,6 +393,14 @@ class PrimalSolver(CoreBlockSolver):
         # a ridge with forgetting solved window by window (fixed for the stream)
         self.direct = direct_shifts(window_size, n_features, forgetting_factor, alpha)
         self.n_refined = 0  # windows refined against the rows (between the two routes)
+
+    def _coef_directly(self, blk, delta, H):
+        """Whether the coefficients a call ends with (a ridge with forgetting, window
+        ``δ``, ``H`` periphery rows) cost less from the window's own ``D×D`` matrix
+        (:meth:`_forgetting_ridge_direct`: formed in ``O(D²·H)``, one LU) than from the
+        iteration for all ``c`` columns (:func:`~._window_solvers.coef_directly`)."""
+        steps = expected_steps(self.ridge_share, float(np.max(np.abs(delta), initial=0.0)))
+        return coef_directly(self.D, self.c, steps, lu=True, form=self.D * self.D * H)
 
     def _new_block(self):
         if self.block is None:
@@ -501,10 +515,12 @@ class PrimalSolver(CoreBlockSolver):
                 if new is not None and c > 1 and not blk.direct:
                     by_t = r[fast] == FAST
                 w = fast[~by_t]
-                # (a window to refine is solved to REFINED_TOL: the step corrects the rest)
-                X, ok, direct = self._forgetting_ridge(blk, idx[w], valid[w], nu[w], C[w], wy[w], m_y[w], delta[w],
-                                                       tol=np.where(r[w] == REFINE, REFINED_TOL, 0.0),
-                                                       pad=new is not None)
+                # (a window to refine is solved to REFINED_TOL: the step corrects the rest;
+                # the coefficients a call ends with may be solved from the window's matrix)
+                X, ok, direct = self._forgetting_ridge(
+                    blk, idx[w], valid[w], nu[w], C[w], wy[w], m_y[w], delta[w],
+                    tol=np.where(r[w] == REFINE, REFINED_TOL, 0.0), pad=new is not None,
+                    direct=new is None and w.size > 0 and self._coef_directly(blk, delta[w], idx.shape[1]))
                 if by_t.any():  # (their X stay zero: only their predictions are solved)
                     X = np.moveaxis(scatter_rows(np.moveaxis(X, 1, 0), ~by_t), 0, 1)
                     ok = scatter_rows(ok, ~by_t)
@@ -760,7 +776,7 @@ class PrimalSolver(CoreBlockSolver):
             return None
         return k @ beta[0] if k is not None else beta[0]
 
-    def _forgetting_ridge(self, blk, idx, valid, nu, C, wy, m_y, delta, tol=None, pad=False):
+    def _forgetting_ridge(self, blk, idx, valid, nu, C, wy, m_y, delta, tol=None, pad=False, direct=False):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = b`` for the windows ``w``.
 
         In the block's scaled coordinates (``x = dβ``), ``P`` a window's normal matrix
@@ -771,9 +787,10 @@ class PrimalSolver(CoreBlockSolver):
 
         ``tol`` (per window): see :func:`~._kernels.solve_shifted`. Returns ``X`` of
         shape ``(D, nw, c)``, which windows converged and, solved directly
-        (:meth:`_forgetting_ridge_direct`), ``(x, M)`` of every window (else None).
+        (:meth:`_forgetting_ridge_direct`: the block's windows, or with ``direct``
+        these), ``(x, M)`` of every window (else None).
         """
-        if blk.direct:
+        if blk.direct or direct:
             return self._forgetting_ridge_direct(blk, idx, valid, nu, wy, delta)
         # X₀ = Lᵀx₀ = h_I − R_I ν C⁻¹ ν R_Iᵀ h_I,  h_I = h_A + R_I (w s y)_I
         X0 = np.tile(blk.h, idx.shape[0]) + blk.R @ self._scatter(blk, idx, valid, wy - nu[:, :, None] * m_y)
@@ -831,7 +848,9 @@ class PrimalSolver(CoreBlockSolver):
         def spread(v):  # per window → the layout of X (D, nw·k)
             return [np.repeat(v, k)[None, :]]
 
-        (X,), ok = solve_shifted(apply_M, [X0], spread(delta), size, spread=spread, tol=tol)
+        (X,), ok, steps = solve_shifted(apply_M, [X0], spread(delta), size, spread=spread, tol=tol)
+        if not np.any(tol):  # (solved to rounding: what a call's coefficients would take)
+            self.ridge_share = ridge_share(steps, delta) or self.ridge_share
         return X.reshape(D, nw, k)[:, :n_in], ok[:n_in]
 
     def _forgetting_predictions(self, blk, idx, valid, nu, C, wy, m_y, delta, Rn):

@@ -285,6 +285,15 @@ class WindowBuffer(RingBuffer):
         slots = self.slots() if slots is None else slots
         return self.Zh[slots] * self.s[slots, None], self.Y[slots]
 
+    def slot_weights(self, forgetting_factor):
+        """``λ^age`` of each slot's row (``0`` for an empty slot), or None when every
+        weight is 1 (``λ = 1``, a full window)."""
+        N = self.N
+        if forgetting_factor == 1.0 and self.n == N:
+            return None
+        age = (self.pos - 1 - np.arange(N)) % N
+        return np.where(age < self.n, forgetting_factor ** np.minimum(age, self.n), 0.0)
+
     def sqrt_weights(self, forgetting_factor):
         """``√λ^age`` of the held rows, oldest first (the newest has weight 1; kept while
         ``n`` and ``λ`` stay, on which alone it depends: ``O(N)`` powers, 35 µs at

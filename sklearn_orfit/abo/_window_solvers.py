@@ -21,7 +21,7 @@ import numpy as np
 import scipy.linalg
 
 from ._kernels import (
-    EPS, REDUCED_SHARE, clear_of_cutoff, few_rows, lstsq_cutoff, lstsq_stack, min_norm_solve, probes,
+    EPS, MAX_STEPS, REDUCED_SHARE, clear_of_cutoff, few_rows, lstsq_cutoff, lstsq_stack, min_norm_solve, probes,
     ridge_from_factor, triangular_lstsq, triangular_solve, unbatched, window_lstsq,
 )
 
@@ -83,6 +83,52 @@ def forgetting_block_size(forgetting_factor):
     """The longest block whose windows' shifts stay within :data:`SHIFT_SPREAD` of its
     middle window's: ``λ^-(b/2) ≤ SHIFT_SPREAD``."""
     return int(max(1, 2.0 * np.log(SHIFT_SPREAD) / -np.log(forgetting_factor)))
+
+
+#: The cost model that decides how the coefficients a call ends with are solved, for a
+#: ridge with forgetting (µs, one BLAS thread; measured on the dual route, one-row calls,
+#: N = 200, 400, 1000, c = 1 and 24, λ = 0.99, α = 1e-3): a step of the iteration on
+#: ``n`` unknowns and ``c`` columns costs ``110 + n²(0.67 + 0.144(c − 1))/1000`` (two
+#: triangular solves with the block's factor and the step's bookkeeping); the window's own
+#: matrix ``150 + n³/72000 + n²(3 + 0.1c)/1000`` by Cholesky, twice the ``n³`` term by LU,
+#: and a product that forms it 12,000 multiply-adds a µs.
+_STEP_US, _STEP_NS, _COLUMN_NS = 110.0, 0.67, 0.144
+_DIRECT_US, _CHOLESKY_N3_PER_US, _DIRECT_NS, _DIRECT_COLUMN_NS = 150.0, 72e3, 3.0, 0.1
+_PRODUCT_PER_US = 12e3
+#: the direct solve is taken when the model gives it at most this share of the iteration's
+#: cost (the model is within about 15 % of the measured times)
+_DIRECT_MARGIN = 0.85
+
+
+def coef_directly(n, c, steps, *, lu=False, form=0):
+    """Whether the coefficients of one window (``n`` unknowns, ``c`` targets) cost less
+    from the window's own matrix (``form`` multiply-adds to form it) than from ``steps``
+    steps of the iteration against the block's factor (the model above)."""
+    iteration = steps * (_STEP_US + n * n * (_STEP_NS + _COLUMN_NS * (c - 1)) / 1e3)
+    direct = (_DIRECT_US + (2.0 if lu else 1.0) * n**3 / _CHOLESKY_N3_PER_US + form / _PRODUCT_PER_US
+              + n * n * (_DIRECT_NS + _DIRECT_COLUMN_NS * c) / 1e3)
+    return direct < _DIRECT_MARGIN * iteration
+
+
+def ridge_share(steps, delta):
+    """How much the ridge weighs in a block's matrix, ``m``, as the iteration's steps show
+    it: a step contracts by about ``m|δ|/(2 + δ)`` (``m ≤ 1``: ``‖P⁻¹Σ‖``, far below 1 where
+    the ridge is small against the window), and ``steps`` steps reached rounding at the
+    windows' largest ``|δ|/(2 + δ)`` (``delta``, an array). None when it shows nothing."""
+    delta = np.asarray(delta, dtype=float)
+    r = np.max(np.abs(delta) / (2.0 + delta), initial=0.0)
+    if not r > 0.0 or steps < 1:
+        return None
+    return float(min(1.0, (4 * EPS) ** (1.0 / steps) / r))
+
+
+def expected_steps(share, delta):
+    """The steps the iteration takes to rounding at ``δ`` when the ridge weighs ``share``
+    (:func:`ridge_share`)."""
+    r = share * abs(delta) / (2.0 + delta)
+    if not r > 4 * EPS:
+        return 1
+    return int(min(MAX_STEPS, np.ceil(np.log(4 * EPS) / np.log(r))))
 
 
 class ReferenceWindow:
