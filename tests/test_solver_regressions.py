@@ -1157,17 +1157,20 @@ def test_several_targets_no_look_ahead_with_zero_weights(route, D):
 
 
 @pytest.mark.parametrize("route, N, D, lam, alpha", [
-    ("dual", 80, 200, 0.99, 1e-3), ("dual", 150, 256, 0.95, 0.1), ("primal", 200, 100, 0.97, 1e-3),
-    ("primal", 300, 100, 0.9, 0.1)])
+    ("dual", 80, 200, 0.99, 1e-3), ("dual", 150, 256, 0.95, 0.1), ("dual", 100, 256, 1.0, 0.0),
+    ("dual", 100, 256, 0.99, 0.0), ("primal", 200, 100, 0.97, 1e-3), ("primal", 300, 100, 0.9, 0.1),
+    ("primal", 200, 64, 1.0, 0.0), ("primal", 200, 64, 0.99, 1e-6)])
 @pytest.mark.parametrize("zero_weights", [False, True])
 def test_one_row_calls_take_the_coefficients_from_the_window_matrix(route, N, D, lam, alpha, zero_weights,
                                                                      monkeypatch):
     # A one-row call ends with the coefficients of its window, c columns: with a ridge and
     # forgetting they were iterated against the block's factor, column by column (N = 400,
-    # D = 1024, λ = 0.99, α = 1e-3: 2.5 ms a row for one target, 20 ms for 96). Where the
-    # window's own matrix costs less (coef_directly) it is solved directly: every step
-    # within the oracle's bound (a one-row call predicts from the coefficients the call
-    # before committed), the direct solve taken for most rows.
+    # D = 1024, λ = 0.99, α = 1e-3: 2.5 ms a row for one target, 20 ms for 96), and at
+    # small N (dual) or D (primal) the block's fast route cost more than the window's own
+    # matrix (N = 100, D = 64: 250 µs against 90). Where the window's own matrix costs
+    # less (coef_directly) it is solved directly: every step within the oracle's bound (a
+    # one-row call predicts from the coefficients the call before committed), the direct
+    # solve taken for most rows.
     import sklearn_orfit.abo._dual_solver as dual_solver
     from sklearn_orfit.abo._primal_solver import PrimalSolver
 
@@ -1182,13 +1185,14 @@ def test_one_row_calls_take_the_coefficients_from_the_window_matrix(route, N, D,
 
         monkeypatch.setattr(dual_solver, "dual_window_solve", spy)
     else:
-        original = PrimalSolver._forgetting_ridge_direct
+        original = PrimalSolver._matrix_beta
 
-        def spy(self, blk, idx, *args):
-            taken.append(not blk.direct)
-            return original(self, blk, idx, *args)
+        def spy(self, blk):
+            beta = original(self, blk)
+            taken.append(beta is not None)
+            return beta
 
-        monkeypatch.setattr(PrimalSolver, "_forgetting_ridge_direct", spy)
+        monkeypatch.setattr(PrimalSolver, "_matrix_beta", spy)
     Z, y = abo_features(D, N + 120)
     rng = np.random.default_rng(1)
     Y = np.column_stack([y, np.sin(3 * y), y**2] + [rng.normal(size=y.shape) for _ in range(21)])

@@ -269,6 +269,9 @@ class DualSolver(CoreBlockSolver):
     #: (:func:`~._window_solvers.ridge_share`; a ridge with forgetting, see
     #: :meth:`_coef_directly`): 1 until a step is seen
     ridge_share = 1.0
+    #: the block in which a window's own matrix was found too ill-conditioned for
+    #: :meth:`coef` (the block's route is taken for the rest of that block)
+    matrix_failed = None
 
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size=None):
         if block_size is None:
@@ -310,32 +313,37 @@ class DualSolver(CoreBlockSolver):
     def coef(self):
         """``β`` of the current window, shape ``(D, n_targets)``.
 
-        A ridge with forgetting: from the window's own matrix, ``K̂ + diag(α/(w s²))``
-        (the ring's Gram matrix and one Cholesky solve, :func:`~._kernels.dual_window_solve`),
-        where that costs less than the iteration against the block's factor for all ``c``
-        columns (:func:`~._window_solvers.coef_directly`; a one-row call pays it every row);
-        a window too ill-conditioned for it takes the block's routes."""
+        From the window's own matrix, ``K̂ + diag(α/(w s²))`` (the ring's Gram matrix and
+        one Cholesky solve, :func:`~._kernels.dual_window_solve`), where that costs less
+        than the block's route (:func:`~._window_solvers.coef_directly`: short windows, or
+        a ridge with forgetting, whose block route iterates all ``c`` columns; a one-row
+        call pays this solve every row); a window too ill-conditioned for it takes the
+        block's routes."""
         buf = self.buf
-        if buf.n and self._coef_directly():
+        if buf.n and self.matrix_failed is not self.block and self._coef_directly():
             with np.errstate(all="ignore"):  # (an overflow is reported by the estimator)
-                # (judged, as the block's windows are, by the condition of the scaled matrix)
+                # (with forgetting judged, as the block's windows are, by the condition of
+                # the scaled matrix: the shifts span the weights)
                 a = dual_window_solve(buf.G, buf.s, buf.Y, buf.slot_weights(self.lam), alpha=self.alpha,
-                                      diagonal_spread=False)
+                                      diagonal_spread=not self.lam < 1.0)
             if a is not None:
                 return buf.Zh.T @ a
+            beta = super().coef()
+            self.matrix_failed = self.block  # (not tried again in this block)
+            return beta
         return super().coef()
 
     def _coef_directly(self):
-        if not (self.alpha > 0 and self.lam < 1.0):
-            return False  # (no iteration)
-        blk = self.block
-        if blk is not None and blk.j < blk.b:
-            if blk.direct:
-                return False  # (each window solves its own matrix already)
-            delta = float(blk.delta(blk.window_steps(blk.m)))
-        else:  # the first window of the next block
-            delta = float(np.expm1(0.5 * (self.b - 1) * np.log(self.lam)))
-        steps = expected_steps(self.ridge_share, delta)
+        steps = 0  # (without forgetting: the block's fast route alone)
+        if self.alpha > 0 and self.lam < 1.0:
+            blk = self.block
+            if blk is not None and blk.j < blk.b:
+                if blk.direct:
+                    return False  # (each window solves its own matrix already)
+                delta = float(blk.delta(blk.window_steps(blk.m)))
+            else:  # the first window of the next block
+                delta = float(np.expm1(0.5 * (self.b - 1) * np.log(self.lam)))
+            steps = expected_steps(self.ridge_share, delta)
         return coef_directly(self.buf.n, self.c, steps)
 
     def _shift(self, slots, by_norm=False):

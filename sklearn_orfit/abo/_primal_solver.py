@@ -39,8 +39,8 @@ from scipy.linalg import lapack
 
 from .._docstrings import fill_doc
 from ._kernels import (
-    EPS, GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cholesky, pad_windows, probes,
-    scatter_rows, solve_shifted, solve_stack,
+    EPS, GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cho_solve_checked, cholesky,
+    pad_windows, probe_columns, probes, scatter_rows, solve_shifted, solve_stack,
 )
 from ._window import unit_scale
 from ._window_solvers import (
@@ -144,7 +144,7 @@ class _PrimalBlock(ReferenceWindow):
     PERIPHERY = {"slot": (0,), "R": (1,), "T": (0, 1), "nu": (0,), "wy": (0,), "e": (0,),
                  "rphi": (0,), "zd2": (0,), "U": (1,)}
 
-    def __init__(self, *, buf, block_size, lam, alpha, c, gram, direct):
+    def __init__(self, *, buf, block_size, lam, alpha, c, gram, direct, keep_matrix=False):
         self.buf = buf
         # a ridge with forgetting: the block's factor has the ridge of its reference
         # window j_ref (its middle); window j's is λ^-(j − j_ref) times it (see delta)
@@ -182,12 +182,13 @@ class _PrimalBlock(ReferenceWindow):
         S /= d[:, None]
         S /= d[None, :]
         self.nSA = float(np.sqrt(np.einsum("ij,ij->", S, S)))
-        # a ridge with forgetting at small D solves each window's own matrix, and at any D
-        # may solve the coefficients a call ends with so (PrimalSolver._coef_directly): it
-        # needs the scaled core matrix and the periphery's scaled rows ẑ_p/d (none otherwise)
+        # a ridge with forgetting at small D solves each window's own matrix, and the
+        # coefficients a call ends with may be solved so (PrimalSolver.coef): that needs
+        # the scaled core matrix and the periphery's scaled rows ẑ_p/d (none otherwise)
         self.direct = bool(direct)
-        self.S_A = S.copy() if self.forgets else None
-        self.U = np.zeros((D if self.forgets else 0, P), order="F")
+        keep_matrix = keep_matrix or self.direct
+        self.S_A = S.copy() if keep_matrix else None
+        self.U = np.zeros((D if keep_matrix else 0, P), order="F")
         # the core itself must be well conditioned (its factor is what every window's
         # solve and condition probe go through): LAPACK's 1-norm estimate, allowed the
         # factor D by which κ₁ may exceed κ₂, against the largest condition a window may
@@ -235,7 +236,7 @@ class _PrimalBlock(ReferenceWindow):
         # r = L_A⁻¹ ẑ/d for every row, T_pq = r_p·r_q
         R = lapack.dtrtrs(self.L, Zd.T, lower=1)[0] if self.core_ok else np.zeros(Zd.T.shape)
         self.R[:, new] = R
-        if self.forgets:
+        if self.U.shape[0]:
             self.U[:, new] = Zd.T
         T = R.T @ self.R[:, live]
         self.T[new, live] = T
@@ -383,6 +384,9 @@ class PrimalSolver(CoreBlockSolver):
     #: (:func:`~._window_solvers.ridge_share`; a ridge with forgetting, see
     #: :meth:`_coef_directly`): 1 until a step is seen
     ridge_share = 1.0
+    #: the block in which a window's own matrix was found too ill-conditioned for
+    #: :meth:`coef` (the block's route is taken for the rest of that block)
+    matrix_failed = None
 
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size=None):
         super().__init__(
@@ -392,15 +396,62 @@ class PrimalSolver(CoreBlockSolver):
         )
         # a ridge with forgetting solved window by window (fixed for the stream)
         self.direct = direct_shifts(window_size, n_features, forgetting_factor, alpha)
+        # whether the blocks keep what the window's own matrix is formed from (PrimalSolver.coef):
+        # with a ridge and forgetting (the block's route iterates), or where D is small
+        # enough for the matrix to cost less than the block's fast route
+        self.keep_matrix = bool((alpha > 0 and forgetting_factor < 1.0)
+                                or coef_directly(n_features, n_targets, form=n_features**2 * self.b))
         self.n_refined = 0  # windows refined against the rows (between the two routes)
 
-    def _coef_directly(self, blk, delta, H):
-        """Whether the coefficients a call ends with (a ridge with forgetting, window
-        ``δ``, ``H`` periphery rows) cost less from the window's own ``D×D`` matrix
-        (:meth:`_forgetting_ridge_direct`: formed in ``O(D²·H)``, one LU) than from the
-        iteration for all ``c`` columns (:func:`~._window_solvers.coef_directly`)."""
-        steps = expected_steps(self.ridge_share, float(np.max(np.abs(delta), initial=0.0)))
-        return coef_directly(self.D, self.c, steps, lu=True, form=self.D * self.D * H)
+    def coef(self):
+        """``β`` of the current window, shape ``(D, n_targets)``.
+
+        From the window's own ``D×D`` matrix (:meth:`_matrix_beta`) where that costs less
+        than the block's route (:func:`~._window_solvers.coef_directly`: small ``D``, or a
+        ridge with forgetting, whose block route iterates all ``c`` columns; a one-row
+        call pays this solve every row); a window too ill-conditioned for it takes the
+        block's routes."""
+        if self.buf.n:
+            blk = self._block()
+            if blk.S_A is not None and self.matrix_failed is not blk and self._coef_directly(blk):
+                beta = self._matrix_beta(blk)
+                if beta is not None:
+                    return beta
+                self.matrix_failed = blk  # (not tried again in this block)
+        return super().coef()
+
+    def _coef_directly(self, blk):
+        steps = 0  # (without forgetting: the block's fast route alone)
+        if blk.forgets:
+            if blk.direct:
+                return False  # (each window solves its own matrix already)
+            steps = expected_steps(self.ridge_share, float(blk.delta(blk.window_steps(blk.m))))
+        return coef_directly(self.D, self.c, steps, form=self.D * self.D * (blk.m - blk.dropped))
+
+    def _matrix_beta(self, blk):
+        """``β`` of the current window from its matrix, or None when too ill-conditioned.
+
+        In the block's scaled coordinates (``x = dβ``) the window ``core + periphery[I]``
+        solves ::
+
+            (S_A + δΣ + Û_I ν² Û_Iᵀ) x = b_A/d + Û_I (w s y)_I,    Û = [ẑ_p/d]
+
+        (``S_A`` with the reference ridge ``Σ``, ``δ`` the window's, 0 without forgetting),
+        formed in ``O(D²·|I|)`` and solved by :func:`~._kernels.cho_solve_checked` (its
+        condition estimate against :data:`~._kernels.GRAM_KAPPA_MAX`; without a ridge,
+        with the spread of the diagonal, as lstsq's cut-off sees the rows).
+        """
+        D, c = self.D, self.c
+        I = slice(blk.dropped, blk.m)
+        U = blk.U[:, I]
+        M = (U * blk.nu[I] ** 2) @ U.T
+        M += blk.S_A
+        if blk.forgets:
+            M.flat[:: D + 1] += float(blk.delta(blk.window_steps(blk.m))) * blk.ridge
+        B = probe_columns(D, c)
+        B[:, :c] = blk.b_A / blk.d[:, None] + U @ blk.wy[I]
+        x = cho_solve_checked(M, B, jacobi=True, diagonal_spread=self.alpha == 0.0)
+        return None if x is None else x / blk.d[:, None]
 
     def _new_block(self):
         if self.block is None:
@@ -408,7 +459,7 @@ class PrimalSolver(CoreBlockSolver):
         else:
             self.gram.advance(self.buf, self.block)
         return _PrimalBlock(buf=self.buf, block_size=self._core_block_size(), lam=self.lam, alpha=self.alpha,
-                            c=self.c, gram=self.gram, direct=self.direct)
+                            c=self.c, gram=self.gram, direct=self.direct, keep_matrix=self.keep_matrix)
 
     def _core_block_size(self):
         """The block size ``b' ≤ b`` of the next block: the largest whose core keeps
@@ -515,12 +566,10 @@ class PrimalSolver(CoreBlockSolver):
                 if new is not None and c > 1 and not blk.direct:
                     by_t = r[fast] == FAST
                 w = fast[~by_t]
-                # (a window to refine is solved to REFINED_TOL: the step corrects the rest;
-                # the coefficients a call ends with may be solved from the window's matrix)
-                X, ok, direct = self._forgetting_ridge(
-                    blk, idx[w], valid[w], nu[w], C[w], wy[w], m_y[w], delta[w],
-                    tol=np.where(r[w] == REFINE, REFINED_TOL, 0.0), pad=new is not None,
-                    direct=new is None and w.size > 0 and self._coef_directly(blk, delta[w], idx.shape[1]))
+                # (a window to refine is solved to REFINED_TOL: the step corrects the rest)
+                X, ok, direct = self._forgetting_ridge(blk, idx[w], valid[w], nu[w], C[w], wy[w], m_y[w], delta[w],
+                                                       tol=np.where(r[w] == REFINE, REFINED_TOL, 0.0),
+                                                       pad=new is not None)
                 if by_t.any():  # (their X stay zero: only their predictions are solved)
                     X = np.moveaxis(scatter_rows(np.moveaxis(X, 1, 0), ~by_t), 0, 1)
                     ok = scatter_rows(ok, ~by_t)
@@ -776,7 +825,7 @@ class PrimalSolver(CoreBlockSolver):
             return None
         return k @ beta[0] if k is not None else beta[0]
 
-    def _forgetting_ridge(self, blk, idx, valid, nu, C, wy, m_y, delta, tol=None, pad=False, direct=False):
+    def _forgetting_ridge(self, blk, idx, valid, nu, C, wy, m_y, delta, tol=None, pad=False):
         """A ridge with forgetting: solve ``(P + δ_w Σ) x = b`` for the windows ``w``.
 
         In the block's scaled coordinates (``x = dβ``), ``P`` a window's normal matrix
@@ -787,10 +836,9 @@ class PrimalSolver(CoreBlockSolver):
 
         ``tol`` (per window): see :func:`~._kernels.solve_shifted`. Returns ``X`` of
         shape ``(D, nw, c)``, which windows converged and, solved directly
-        (:meth:`_forgetting_ridge_direct`: the block's windows, or with ``direct``
-        these), ``(x, M)`` of every window (else None).
+        (:meth:`_forgetting_ridge_direct`), ``(x, M)`` of every window (else None).
         """
-        if blk.direct or direct:
+        if blk.direct:
             return self._forgetting_ridge_direct(blk, idx, valid, nu, wy, delta)
         # X₀ = Lᵀx₀ = h_I − R_I ν C⁻¹ ν R_Iᵀ h_I,  h_I = h_A + R_I (w s y)_I
         X0 = np.tile(blk.h, idx.shape[0]) + blk.R @ self._scatter(blk, idx, valid, wy - nu[:, :, None] * m_y)

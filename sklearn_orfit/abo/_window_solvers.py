@@ -85,29 +85,33 @@ def forgetting_block_size(forgetting_factor):
     return int(max(1, 2.0 * np.log(SHIFT_SPREAD) / -np.log(forgetting_factor)))
 
 
-#: The cost model that decides how the coefficients a call ends with are solved, for a
-#: ridge with forgetting (µs, one BLAS thread; measured on the dual route, one-row calls,
-#: N = 200, 400, 1000, c = 1 and 24, λ = 0.99, α = 1e-3): a step of the iteration on
-#: ``n`` unknowns and ``c`` columns costs ``110 + n²(0.67 + 0.144(c − 1))/1000`` (two
-#: triangular solves with the block's factor and the step's bookkeeping); the window's own
-#: matrix ``150 + n³/72000 + n²(3 + 0.1c)/1000`` by Cholesky, twice the ``n³`` term by LU,
-#: and a product that forms it 12,000 multiply-adds a µs.
-_STEP_US, _STEP_NS, _COLUMN_NS = 110.0, 0.67, 0.144
-_DIRECT_US, _CHOLESKY_N3_PER_US, _DIRECT_NS, _DIRECT_COLUMN_NS = 150.0, 72e3, 3.0, 0.1
+#: The cost model that decides how the coefficients a call ends with are solved (µs, one
+#: BLAS thread; fitted to one-row calls of the dual route at N = 100…400 and of the
+#: primal route at D = 64…256, c = 1 and 24, within about 25 %): the block's fast route
+#: costs ``_FAST_US + n²(_FAST_NS + (c − 1)·_FAST_COLUMN_NS)/1000``; with a ridge and
+#: forgetting each step of its iteration adds ``_STEP_US + n²(_STEP_NS + (c − 1)·
+#: _STEP_COLUMN_NS)/1000``; the window's own matrix costs ``_DIRECT_US + n³/
+#: _CHOLESKY_N3_PER_US`` (one Cholesky) ``+ n²(_DIRECT_NS + c·_DIRECT_COLUMN_NS)/1000``,
+#: plus the product that forms it at ``_PRODUCT_PER_US`` multiply-adds a µs.
+_FAST_US, _FAST_NS, _FAST_COLUMN_NS = 300.0, 1.0, 0.2
+_STEP_US, _STEP_NS, _STEP_COLUMN_NS = 110.0, 0.67, 0.144
+_DIRECT_US, _CHOLESKY_N3_PER_US, _DIRECT_NS, _DIRECT_COLUMN_NS = 60.0, 72e3, 2.0, 0.25
 _PRODUCT_PER_US = 12e3
-#: the direct solve is taken when the model gives it at most this share of the iteration's
-#: cost (the model is within about 15 % of the measured times)
+#: the window's matrix is taken when the model gives it at most this share of the block
+#: route's cost
 _DIRECT_MARGIN = 0.85
 
 
-def coef_directly(n, c, steps, *, lu=False, form=0):
+def coef_directly(n, c, steps=0, *, form=0):
     """Whether the coefficients of one window (``n`` unknowns, ``c`` targets) cost less
-    from the window's own matrix (``form`` multiply-adds to form it) than from ``steps``
-    steps of the iteration against the block's factor (the model above)."""
-    iteration = steps * (_STEP_US + n * n * (_STEP_NS + _COLUMN_NS * (c - 1)) / 1e3)
-    direct = (_DIRECT_US + (2.0 if lu else 1.0) * n**3 / _CHOLESKY_N3_PER_US + form / _PRODUCT_PER_US
-              + n * n * (_DIRECT_NS + _DIRECT_COLUMN_NS * c) / 1e3)
-    return direct < _DIRECT_MARGIN * iteration
+    from the window's own matrix (``form`` multiply-adds to form it) than from the
+    block's route, its fast route and ``steps`` steps of its iteration (the model above)."""
+    n2 = n * n / 1e3
+    block = (_FAST_US + n2 * (_FAST_NS + (c - 1) * _FAST_COLUMN_NS)
+             + steps * (_STEP_US + n2 * (_STEP_NS + (c - 1) * _STEP_COLUMN_NS)))
+    direct = (_DIRECT_US + n**3 / _CHOLESKY_N3_PER_US + form / _PRODUCT_PER_US
+              + n2 * (_DIRECT_NS + c * _DIRECT_COLUMN_NS))
+    return direct < _DIRECT_MARGIN * block
 
 
 def ridge_share(steps, delta):
