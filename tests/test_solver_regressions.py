@@ -1211,3 +1211,32 @@ def test_one_row_calls_take_the_coefficients_from_the_window_matrix(route, N, D,
     o_beta = prequential_oracle(Z[-N:], Y[-N:], window_size=N, forgetting_factor=lam, alpha=alpha,
                                 sample_weight=None if w is None else w[-N:])[2]
     np.testing.assert_allclose(reg.coef_, o_beta, atol=1e-9 * np.abs(o_beta).max())
+
+
+@pytest.mark.parametrize("N, D", [(40, 60), (100, 150)])
+def test_the_window_matrix_gives_way_where_y_over_s_overflows(N, D, monkeypatch):
+    # A target of 1e300 on a row of norm 1e-10: the dual system's right-hand side y/s
+    # overflows, while with a ridge β is about y·s·w/α ≈ 1e290. The direct solve of the
+    # window's matrix returned a non-finite solution, and the call was refused as an
+    # overflow; it now gives way to the block's route, which the calls took before
+    # (found by a review, one-row calls and calls of 5)
+    rng = np.random.default_rng(0)
+    Z, y = rng.normal(size=(N + 30, D)), rng.normal(size=N + 30)
+    Z[N + 10] *= 1e-10
+    y[N + 10] = 1e300
+
+    def stream(calls):
+        reg = QREWRLSRegressor(N, forgetting_factor=0.99, alpha=1.0)
+        pred = [prequential_predict(reg, Z[:N], y[:N])]
+        pred += [prequential_predict(reg, Z[a : a + calls], y[a : a + calls]) for a in range(N, len(y), calls)]
+        return np.concatenate(pred), reg.coef_
+
+    for calls in (1, 5):
+        pred, coef = stream(calls)
+        with monkeypatch.context() as m:  # the block's route alone
+            m.setattr(window_solvers, "coef_directly", lambda *a, **k: False)
+            m.setattr("sklearn_orfit.abo._dual_solver.coef_directly", lambda *a, **k: False)
+            ref, ref_coef = stream(calls)
+        assert np.isfinite(coef).all() and np.abs(coef).max() > 1e280
+        np.testing.assert_allclose(pred, ref, rtol=1e-9)
+        np.testing.assert_allclose(coef, ref_coef, rtol=1e-9, atol=0)

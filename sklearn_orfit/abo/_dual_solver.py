@@ -326,7 +326,7 @@ class DualSolver(CoreBlockSolver):
                 # the scaled matrix: the shifts span the weights)
                 a = dual_window_solve(buf.G, buf.s, buf.Y, buf.slot_weights(self.lam), alpha=self.alpha,
                                       diagonal_spread=not self.lam < 1.0)
-            if a is not None:
+            if a is not None and np.isfinite(a).all():
                 return buf.Zh.T @ a
             beta = super().coef()
             self.matrix_failed = self.block  # (not tried again in this block)

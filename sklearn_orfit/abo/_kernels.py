@@ -406,8 +406,8 @@ def dual_window_solve(G, s, Y, w, *, alpha, diagonal_spread=True):
     (``â = 0``, what the pseudo-inverse gives a zero row): zero rows, zero weights and,
     with a ridge, rows whose shift exceeds :data:`SHIFT_MAX`. One Cholesky solve
     (:func:`cho_solve_checked`, Jacobi-scaled with a ridge: the shifts span the weights);
-    ``None`` when its condition estimate exceeds :data:`GRAM_KAPPA_MAX`, or, without a
-    ridge, when the spread of ``w s²`` would let lstsq's cut-off truncate rows the Gram
+    ``None`` when its condition estimate exceeds :data:`GRAM_KAPPA_MAX`, when ``y/s``
+    overflows, or, without a ridge, when the spread of ``w s²`` would let lstsq's cut-off truncate rows the Gram
     matrix of unit rows does not see (``diagonal_spread``: see :func:`cho_solve_checked`).
     ``O(n³/3 + n²c)``. Call under
     ``np.errstate(all="ignore")``: overflow (of a shift, of the solution) is detected here
@@ -429,6 +429,10 @@ def dual_window_solve(G, s, Y, w, *, alpha, diagonal_spread=True):
         S[dec, :] = 0.0
         S[:, dec] = 0.0
         rhs[dec] = 0.0
+    if not math.isfinite(dnrm2(rhs.ravel())):
+        # y/s overflows (a large target on a row of small norm) where β need not (with a
+        # ridge it is about y·s·w/α): the caller's route on the rows themselves
+        return None
     spread = 1.0
     if not alpha:
         # the spread of w s² over the rows kept: the unit rows' Gram matrix does not see

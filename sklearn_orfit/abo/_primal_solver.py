@@ -450,8 +450,10 @@ class PrimalSolver(CoreBlockSolver):
             M.flat[:: D + 1] += float(blk.delta(blk.window_steps(blk.m))) * blk.ridge
         B = probe_columns(D, c)
         B[:, :c] = blk.b_A / blk.d[:, None] + U @ blk.wy[I]
+        if not np.isfinite(B).all():
+            return None  # (overflow: the block's route, on the rows themselves)
         x = cho_solve_checked(M, B, jacobi=True, diagonal_spread=self.alpha == 0.0)
-        return None if x is None else x / blk.d[:, None]
+        return None if x is None or not np.isfinite(x).all() else x / blk.d[:, None]
 
     def _new_block(self):
         if self.block is None:

@@ -99,7 +99,7 @@ _DIRECT_US, _CHOLESKY_N3_PER_US, _DIRECT_NS, _DIRECT_COLUMN_NS = 60.0, 72e3, 2.0
 _PRODUCT_PER_US = 12e3
 #: the window's matrix is taken when the model gives it at most this share of the block
 #: route's cost
-_DIRECT_MARGIN = 0.85
+_DIRECT_MARGIN = 0.75
 
 
 def coef_directly(n, c, steps=0, *, form=0):
