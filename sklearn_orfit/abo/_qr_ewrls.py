@@ -495,13 +495,24 @@ class DualThenPrimal:
 
     takes_inert = True
 
+    #: ``(lo, hi)``: bounds on the non-zero (distinct) rows of the window, or None
+    #: (:meth:`_keeps_route`)
+    count_bounds = None
+
     def update(self, Z, Y, *, predict, inert=None):
         if self.dual_only:
+            self.count_bounds = None
             return self._update_dual_only(Z, Y, predict=predict, inert=inert)
         D = self.params["n_features"]
         N, N_dual = self.params["window_size"], self.dual_params["window_size"]
-        parts, a = [], 0
         new_keys = None if self.keys is None else row_keys(Z)
+        if Z.shape[0] == 1 and self._keeps_route(Z):
+            Y_pred = update_rows(self.inner, Z, Y, predict=predict, inert=inert)
+            if self.keys is not None:
+                self.keys = np.concatenate([self.keys, new_keys])[-N:]
+            return Y_pred
+        self.count_bounds = None
+        parts, a = [], 0
         while a < Z.shape[0]:
             buf = self.inner.buf
             # non-zero (distinct) rows and rows of the window once each row of Z[a:] is
@@ -526,6 +537,8 @@ class DualThenPrimal:
             if k:
                 parts.append(update_rows(self.inner, Z[a : a + k], Y[a : a + k], predict=predict,
                                          inert=inert_rows(inert, a, a + k)))
+                count = int(n_nonzero[k - 1])  # (the window after these rows)
+                self.count_bounds = (count, count) if a + k == Z.shape[0] else None
                 if self.keys is not None:  # a new array: checkpoints keep the old one
                     self.keys = np.concatenate([self.keys, new_keys[a : a + k]])[-N:]
                 a += k
@@ -534,6 +547,24 @@ class DualThenPrimal:
         if not predict:
             return None
         return np.concatenate(parts) if parts else np.zeros((0, self.params["n_targets"]))
+
+    def _keeps_route(self, Z):
+        """Whether the one row ``Z`` keeps the route, known from :attr:`count_bounds`
+        without counting the rows of the window (a sort of its keys): a row adds at most
+        one to the count, and the oldest row, leaving, takes at most one away. The
+        bounds move with the row when it does."""
+        if self.count_bounds is None:
+            return False
+        N, N_dual = self.params["window_size"], self.dual_params["window_size"]
+        D, buf = self.params["n_features"], self.inner.buf
+        if min(buf.n + 1, N) > N_dual:
+            return self.primal  # (the dual ring cannot hold the window)
+        lo, hi = self.count_bounds
+        lo, hi = max(0, lo - (buf.n + 1 > N)), hi + bool(Z.any())
+        keeps = lo >= D - max(1, D // 16) if self.primal else hi <= D  # (see update)
+        if keeps:
+            self.count_bounds = (lo, hi)
+        return keeps
 
     def _update_dual_only(self, Z, Y, *, predict, inert):
         """The dual route for good while its full windows stay off the orthogonal route.
