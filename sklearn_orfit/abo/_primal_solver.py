@@ -429,31 +429,40 @@ class PrimalSolver(CoreBlockSolver):
         return coef_directly(self.D, self.c, steps, form=self.D * self.D * (blk.m - blk.dropped))
 
     def _matrix_beta(self, blk):
-        """``β`` of the current window from its matrix, or None when too ill-conditioned.
-
-        In the block's scaled coordinates (``x = dβ``) the window ``core + periphery[I]``
-        solves ::
-
-            (S_A + δΣ + Û_I ν² Û_Iᵀ) x = b_A/d + Û_I (w s y)_I,    Û = [ẑ_p/d]
-
-        (``S_A`` with the reference ridge ``Σ``, ``δ`` the window's, 0 without forgetting),
-        formed in ``O(D²·|I|)`` and solved by :func:`~._kernels.cho_solve_checked` (its
-        condition estimate against :data:`~._kernels.GRAM_KAPPA_MAX`; without a ridge,
-        with the spread of the diagonal, as lstsq's cut-off sees the rows).
-        """
-        D, c = self.D, self.c
-        I = slice(blk.dropped, blk.m)
-        U = blk.U[:, I]
-        M = (U * blk.nu[I] ** 2) @ U.T
-        M += blk.S_A
-        if blk.forgets:
-            M.flat[:: D + 1] += float(blk.delta(blk.window_steps(blk.m))) * blk.ridge
-        B = probe_columns(D, c)
-        B[:, :c] = blk.b_A / blk.d[:, None] + U @ blk.wy[I]
+        """``β`` of the current window from its own matrix (:meth:`_window_matrices`),
+        solved by :func:`~._kernels.cho_solve_checked`, or None where that is too
+        ill-conditioned (its condition estimate against
+        :data:`~._kernels.GRAM_KAPPA_MAX`; without a ridge, with the spread of the
+        diagonal, as lstsq's cut-off sees the rows) or overflows."""
+        c = self.c
+        hi = np.array([blk.m])
+        M, rhs = self._window_matrices(blk, np.arange(blk.dropped, blk.m)[None], blk.nu[None, blk.dropped : blk.m],
+                                       blk.wy[None, blk.dropped : blk.m], blk.delta(blk.window_steps(hi)))
+        B = probe_columns(self.D, c)
+        B[:, :c] = rhs[0]
         if not np.isfinite(B).all():
             return None  # (overflow: the block's route, on the rows themselves)
-        x = cho_solve_checked(M, B, jacobi=True, diagonal_spread=self.alpha == 0.0)
+        x = cho_solve_checked(M[0], B, jacobi=True, diagonal_spread=self.alpha == 0.0)
         return None if x is None or not np.isfinite(x).all() else x / blk.d[:, None]
+
+    @staticmethod
+    def _window_matrices(blk, idx, nu, wy, delta):
+        """The matrices and right-hand sides of windows ``core + periphery[idx_w]``.
+
+        In the block's scaled coordinates (``x = dβ``) window ``w`` solves ::
+
+            (S_A + δ_w Σ + Û_I ν² Û_Iᵀ) x = b_A/d + Û_I (w s y)_I,    Û = [ẑ_p/d]
+
+        (``S_A`` with the reference ridge ``Σ``; ``δ = 0`` without forgetting): shapes
+        ``(nw, D, D)`` and ``(nw, D, c)``, formed in ``O(D²·H)`` a window (padding: ``ν = 0``,
+        ``w s y = 0``)."""
+        U = np.moveaxis(blk.U[:, idx], 0, 1)  # (nw, D, H)
+        M = (U * (nu * nu)[:, None, :]) @ np.swapaxes(U, 1, 2)
+        M += blk.S_A
+        if blk.forgets:
+            diag = np.arange(M.shape[1])
+            M[:, diag, diag] += np.asarray(delta)[:, None] * blk.ridge[None, :]
+        return M, (blk.b_A / blk.d[:, None])[None] + U @ wy
 
     def _new_block(self):
         if self.block is None:
@@ -927,25 +936,15 @@ class PrimalSolver(CoreBlockSolver):
         return (T.T @ blk.h + np.einsum("wi,wic->wc", RtT, wy - nu[:, :, None] * m_y))[:nw], ok[:nw]
 
     def _forgetting_ridge_direct(self, blk, idx, valid, nu, wy, delta):
-        """A ridge with forgetting at small ``D``: each window's matrix, factorised.
-
-        In the block's scaled coordinates window ``w`` solves ::
-
-            (S_A + δ_w Σ + Û_I ν² Û_Iᵀ) x = b_A/d + Û_I (w s y)_I,    Û = [ẑ_p/d]
-
-        (``S_A`` with the reference ridge, the periphery range ``I`` of the window), by
-        one LU solve of the ``D×D`` stack (``O(D²·H + D³)`` a window, nothing iterated).
+        """A ridge with forgetting at small ``D``: each window's matrix
+        (:meth:`_window_matrices`), by one LU solve of the ``D×D`` stack (``O(D²·H + D³)``
+        a window, nothing iterated).
         Returns ``X = Lᵀx`` as :meth:`_forgetting_ridge`, which windows were solved, and
         ``(x, M)``: the solutions ``(nw, D, c)`` and matrices ``(nw, D, D)`` (for
         :meth:`_refined`).
         """
         nw, c, D = idx.shape[0], self.c, self.D
-        U = np.moveaxis(blk.U[:, idx], 0, 1)  # (nw, D, H); padding: ν = 0, w s y = 0
-        M = (U * (nu * nu)[:, None, :]) @ np.swapaxes(U, 1, 2)
-        M += blk.S_A
-        diag = np.arange(D)
-        M[:, diag, diag] += delta[:, None] * blk.ridge[None, :]
-        rhs = (blk.b_A / blk.d[:, None])[None] + U @ wy
+        M, rhs = self._window_matrices(blk, idx, nu, wy, delta)
         x, solved = solve_stack(M, rhs)  # (nw, D, c)
         X = blk.L.T @ np.moveaxis(x, 0, 1).reshape(D, nw * c)
         return X.reshape(D, nw, c), solved, (x, M)
