@@ -1062,23 +1062,33 @@ def test_the_from_scratch_solve_leaves_a_zero_row_target_out(n, D, rank_one):
     np.testing.assert_allclose(beta[0], expected, rtol=0, atol=1e-10 * np.abs(expected).max())
 
 
-@pytest.mark.parametrize("route, N, D", [("short", 20, 64), ("dual", 80, 200), ("primal", 200, 100)])
+@pytest.mark.parametrize("route, N, D", [("short", 20, 64), ("few", 200, 8), ("dual", 80, 200), ("primal", 200, 100)])
 @pytest.mark.parametrize("calls", [250, 7, 1])
 @pytest.mark.parametrize("zero_weights", [False, True])
 def test_several_targets_solve_one_column_a_window(route, N, D, calls, zero_weights, monkeypatch):
     # With c targets a window's solution has c columns: the short-window solver's solves
     # cost c times one target's (N = 20, D = 64, c = 96: 6.4× one target's time) and a
     # ridge with forgetting iterated every column (N = 400, D = 1024, c = 96: 22 ms an
-    # update, 45× one target's). A window whose solution serves only to predict the row
+    # update, 45× one target's), and the from-scratch route of a few features formed each
+    # window's right-hand sides (N = 200, D = 8, c = 96: 75 µs a row, 9.7× one target's).
+    # A window whose solution serves only to predict the row
     # after it is now solved from that row instead (one column, whatever c): every step
     # within the oracle's bound, in calls of any length, with zero-weight rows (whose
     # windows still need their solution) in the stream.
     from sklearn_orfit.abo._dual_solver import DualSolver
     from sklearn_orfit.abo._primal_solver import PrimalSolver
 
-    solver_cls = {"short": BatchSolver, "dual": DualSolver, "primal": PrimalSolver}[route]
+    solver_cls = {"short": BatchSolver, "few": BatchSolver, "dual": DualSolver, "primal": PrimalSolver}[route]
     windows = []
-    if route == "short":
+    if route == "few":  # (windows of a few features, from scratch: N·D² ≤ 50,000)
+        original = BatchSolver._primal_predictions
+
+        def spy(self, S, Ew, Y_w, cy, P):
+            windows.append(P.shape[0])
+            return original(self, S, Ew, Y_w, cy, P)
+
+        monkeypatch.setattr(BatchSolver, "_primal_predictions", spy)
+    elif route == "short":
         original = BatchSolver._dual
 
         def spy(self, K, *args, rhs=None):
@@ -1104,7 +1114,8 @@ def test_several_targets_solve_one_column_a_window(route, N, D, calls, zero_weig
         # their merged solution)
         Z, Y = Z.copy(), Y.copy()
         Z[1::4], Y[1::4] = 2.0 * Z[0::4][: len(Z[1::4])], Y[0::4][: len(Y[1::4])]
-    lam, alpha = {"short": (0.9, 1e-3 if zero_weights else 0.0), "dual": (0.99, 1e-3), "primal": (0.97, 1e-5)}[route]
+    lam, alpha = {"short": (0.9, 1e-3 if zero_weights else 0.0), "few": (0.99, 0.0), "dual": (0.99, 1e-3),
+                  "primal": (0.97, 1e-5)}[route]
     reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
     pred = np.concatenate([
         prequential_predict(reg, Z[a : a + calls], Y[a : a + calls],

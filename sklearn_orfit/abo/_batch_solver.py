@@ -286,18 +286,27 @@ class BatchSolver:
             # (rows before the stream are zero rows: s = 0)
             c = np.concatenate([[0], np.cumsum(sE > 0)])
             few = c[N:] - c[:-N] <= self.D
+            pred = None  # (the predictions, when _primal makes them)
             if not few.any():
                 # (the windows' sums from the call's rows as given, weights λ^age ≥ 1e-50)
                 rows = (None if N < _SUMS_ROWS_PER_FEATURE * self.D or (N - 1) * -np.log(self.lam) > np.log(1e50)
                         else E if raw else E * sE[:, None])
-                betas, flagged = self._primal(Ew, s_w, Y_w, w, sE, raw=raw, rows=(rows, YE))
+                P = None
+                if predict and self.c > 1 and rows is None:
+                    P = Zn if raw else Zn * sn[:, None]
+                    if inert_j is not None:
+                        P = P.copy() if raw else P
+                        P[inert_j] = X_inert[inert_j]
+                betas, flagged, pred = self._primal(Ew, s_w, Y_w, w, sE, raw=raw, rows=(rows, YE), pred=P)
+                if pred is not None:
+                    Y_pred[:] = pred
             else:
                 betas = np.empty((b + 1, self.D, self.c))
                 flagged = np.empty(b + 1, dtype=bool)
                 many = ~few
                 if many.any():
-                    betas[many], flagged[many] = self._primal(Ew[many], s_w[many], Y_w[many], w,
-                                                              sE, raw=raw)
+                    betas[many], flagged[many], _ = self._primal(Ew[many], s_w[many], Y_w[many], w,
+                                                                 sE, raw=raw)
                 # each such window's non-zero rows only (at most D of them, in order;
                 # padded with rows that carry nothing): a D×D system, not an N×N one
                 nz = s_w[few] > 0
@@ -313,7 +322,7 @@ class BatchSolver:
                 a, flagged[few] = self._dual(U @ np.swapaxes(U, 1, 2), s_few,
                                              YE[rows_few] * real[:, :, None], ~real, w[pos])
                 betas[few] = np.swapaxes(U, 1, 2) @ a
-            if predict:
+            if predict and pred is None:
                 P = Zn if raw else Zn * sn[:, None]
                 if inert_j is not None:
                     P = P.copy() if raw else P
@@ -460,13 +469,19 @@ class BatchSolver:
         a, flagged = self._dual(np.array(K), s2, Y2, ~head, w2)
         return a, merged & finite & ~flagged
 
-    def _primal(self, Ew, s_w, Y_w, w, sE, raw=False, rows=(None, None)):
+    def _primal(self, Ew, s_w, Y_w, w, sE, raw=False, rows=(None, None), pred=None):
         """``D < N``: the weighted normal equations of every window (``Ew``: the windows'
         unit rows, shape ``(b+1, D, N)``, or with ``raw`` their rows as given, whose norms
         and weights the caller has checked are moderate; ``sE``: the norms of all the rows).
         ``rows``: the rows as given of the whole stack ``E`` and their targets, or None:
         the windows' weighted sums are then taken from them (:func:`_window_sums`,
-        ``O(D²)`` a window, not ``O(N·D²)``)."""
+        ``O(D²)`` a window, not ``O(N·D²)``).
+
+        Returns ``β`` of every window, which are flagged for the orthogonal route, and
+        the predictions or None. ``pred``: the rows (as given) that windows ``0 … b−1``
+        predict, for several targets: those windows are then only predicted, and from one
+        column each (:meth:`_primal_predictions`; their ``β`` are not solved); None: every
+        window's ``β``."""
         unscaled = raw or self._primal_unscaled(moderate(sE, _PRIMAL_RANGE))
         if unscaled and rows[0] is not None:
             # S_j = Σ_{i ∈ window j} w_i z_i z_iᵀ (+ αI), rhs_j = Σ w_i z_i y_iᵀ
@@ -492,6 +507,8 @@ class BatchSolver:
             if self.alpha:
                 d = np.arange(self.D)
                 S[:, d, d] += self.alpha
+            if pred is not None:
+                return self._primal_predictions(S, Ew, Y_w, cy, pred)
             with np.errstate(over="ignore", invalid="ignore"):  # a huge target: caught below
                 rhs = Ew @ (Y_w if cy is None else cy[:, :, None] * Y_w)
             bad = None if np.isfinite(rhs).all() else ~np.isfinite(rhs).all(axis=(1, 2))
@@ -515,7 +532,32 @@ class BatchSolver:
         beta, kappa = solve_normal_stack(S, rhs, jacobi=not unscaled)
         if bad is not None:
             kappa[bad] = np.inf
-        return beta, ~(kappa <= GRAM_KAPPA_MAX)
+        return beta, ~(kappa <= GRAM_KAPPA_MAX), None
+
+    def _primal_predictions(self, S, Ew, Y_w, cy, P):
+        """The predictions of windows ``0 … b−1`` and ``β`` of window ``b`` (see
+        :meth:`_primal`; moderate norms and weights, ``S`` their normal matrices).
+
+        ``x·β = x·S⁻¹Ẑ(cy ∘ Y) = tᵀY`` with ``t = cy ∘ (Ẑᵀ S⁻¹x)``: one solve and one
+        product with the window's rows a window, ``O(D² + N·D)``, then ``O(N·c)`` for
+        ``tᵀY``, where forming its right-hand sides costs ``O(N·D·c)``.
+        """
+        b = P.shape[0]
+        if cy is not None:  # (one row of weights for every window on the raw route)
+            cy = np.broadcast_to(cy, (b + 1, Ew.shape[2]))
+        beta = np.zeros((b + 1, self.D, self.c))
+        u, kappa = solve_normal_stack(S[:b], np.ascontiguousarray(P)[:, :, None], jacobi=False)
+        t = (np.swapaxes(Ew[:b], 1, 2) @ u)[:, :, 0]
+        if cy is not None:
+            t *= cy[:b]
+        with np.errstate(over="ignore", invalid="ignore"):  # a huge target: flagged below
+            pred = np.einsum("jn,jnc->jc", t, Y_w[:b])
+            rhs = Ew[b:] @ (Y_w[b:] if cy is None else cy[b:, :, None] * Y_w[b:])
+        beta[b:], kappa_b = solve_normal_stack(S[b:], rhs, jacobi=False)
+        flagged = ~(np.concatenate([kappa, kappa_b]) <= GRAM_KAPPA_MAX)
+        flagged[:b] |= ~np.isfinite(pred).all(axis=1)
+        flagged[b] |= not np.isfinite(rhs).all()
+        return beta, flagged, pred
 
     def _primal_unscaled(self, norms_moderate):
         """Whether the primal normal equations may be formed without rescaling: every
