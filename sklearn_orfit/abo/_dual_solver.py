@@ -320,7 +320,8 @@ class DualSolver(CoreBlockSolver):
         call pays this solve every row); a window too ill-conditioned for it takes the
         block's routes."""
         buf = self.buf
-        if buf.n and self.matrix_failed is not self.block and self._coef_directly():
+        failed = self.matrix_failed is not None and self.matrix_failed is self.block
+        if buf.n and not failed and self._coef_directly():
             with np.errstate(all="ignore"):  # (an overflow is reported by the estimator)
                 # (with forgetting judged, as the block's windows are, by the condition of
                 # the scaled matrix: the shifts span the weights)

@@ -332,7 +332,8 @@ def weight_spread(ws, s, keep):
         return np.where(np.isfinite(lo), hi / lo, 1.0)
 
 
-def cho_solve_checked(S, B, pad=None, spread=1.0, jacobi=True, overwrite_S=True, diagonal_spread=True):
+def cho_solve_checked(S, B, pad=None, spread=1.0, jacobi=True, overwrite_S=True, diagonal_spread=True,
+                      return_kappa=False):
     """Cholesky solve of one SPD system, or ``None`` when it is too ill-conditioned.
 
     The single-window twin of :func:`solve_normal_stack` (Jacobi scaling, the same
@@ -345,6 +346,7 @@ def cho_solve_checked(S, B, pad=None, spread=1.0, jacobi=True, overwrite_S=True,
     scaled). ``diagonal_spread=False``: the estimate is that of the scaled matrix alone
     (Cholesky's error is that of ``Ŝ`` whatever the scaling; the block routes judge a
     ridge with forgetting, whose shifts span the weights, by it too).
+    ``return_kappa``: return ``(solution or None, the estimate)``.
     """
     if pad is not None:
         i = np.flatnonzero(pad)
@@ -370,12 +372,11 @@ def cho_solve_checked(S, B, pad=None, spread=1.0, jacobi=True, overwrite_S=True,
     # symmetric: its transpose is a Fortran-ordered view LAPACK factorises in place when
     # it may be overwritten
     _, sol, info = lapack.dposv(S.T, B, lower=1, overwrite_a=overwrite_S, overwrite_b=1)
-    if info != 0:
-        return None
-    kappa = nrm * max(dnrm2(sol[:, c]), dnrm2(sol[:, c + 1])) * spread
-    if not kappa <= GRAM_KAPPA_MAX:
-        return None
-    return sol[:, :c] if not jacobi else sol[:, :c] * inv[:, None]
+    kappa = nrm * max(dnrm2(sol[:, c]), dnrm2(sol[:, c + 1])) * spread if info == 0 else math.inf
+    x = None
+    if kappa <= GRAM_KAPPA_MAX:
+        x = sol[:, :c] if not jacobi else sol[:, :c] * inv[:, None]
+    return (x, kappa) if return_kappa else x
 
 
 _PROBE_COLUMNS = {}

@@ -40,7 +40,7 @@ from scipy.linalg import lapack
 from .._docstrings import fill_doc
 from ._kernels import (
     EPS, GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cho_solve_checked, cholesky,
-    pad_windows, probe_columns, probes, scatter_rows, solve_shifted, solve_stack,
+    lstsq_cutoff, pad_windows, probe_columns, probes, scatter_rows, solve_shifted, solve_stack,
 )
 from ._window import unit_scale
 from ._window_solvers import (
@@ -139,6 +139,8 @@ def primal_block_size(window_size, n_features, forgetting_factor, alpha=0.0):
 class _PrimalBlock(ReferenceWindow):
     """Core factor and periphery of one block (see the module docstring)."""
 
+    # max(d)/min(d) (set in __init__; blocks of a model saved before it was kept: 1)
+    d_spread = 1.0
     # periphery arrays, by the axes their periphery position runs along: the restore of an
     # interrupted call zeroes them beyond the restored counter ``m`` (as when created)
     PERIPHERY = {"slot": (0,), "R": (1,), "T": (0, 1), "nu": (0,), "wy": (0,), "e": (0,),
@@ -174,6 +176,9 @@ class _PrimalBlock(ReferenceWindow):
         self.M_A = S.copy()
         S.flat[:: D + 1] += alpha * np.exp(-self.log_c0 - self.j_ref * self.log_lam)
         d = np.sqrt(S.diagonal().copy())
+        # max(d)/min(d) over the features the core's rows reach: κ(S) ≤ κ(Ŝ)·spread² for
+        # S = d Ŝ d (see keeps_cutoff)
+        self.d_spread = float(d.max() / d[d > 0].min()) if np.any(d > 0) else 1.0
         d[~(d > 0)] = 1.0
         self.d = d
         # Σ: the reference ridge in the scaled coordinates (β̂ = dβ)
@@ -432,8 +437,8 @@ class PrimalSolver(CoreBlockSolver):
         """``β`` of the current window from its own matrix (:meth:`_window_matrices`),
         solved by :func:`~._kernels.cho_solve_checked`, or None where that is too
         ill-conditioned (its condition estimate against
-        :data:`~._kernels.GRAM_KAPPA_MAX`; without a ridge, with the spread of the
-        diagonal, as lstsq's cut-off sees the rows) or overflows."""
+        :data:`~._kernels.GRAM_KAPPA_MAX`; without a ridge, also where lstsq's cut-off
+        could truncate the window, :meth:`_keeps_cutoff`) or overflows."""
         c = self.c
         hi = np.array([blk.m])
         M, rhs = self._window_matrices(blk, np.arange(blk.dropped, blk.m)[None], blk.nu[None, blk.dropped : blk.m],
@@ -442,8 +447,20 @@ class PrimalSolver(CoreBlockSolver):
         B[:, :c] = rhs[0]
         if not np.isfinite(B).all():
             return None  # (overflow: the block's route, on the rows themselves)
-        x = cho_solve_checked(M[0], B, jacobi=True, diagonal_spread=self.alpha == 0.0)
-        return None if x is None or not np.isfinite(x).all() else x / blk.d[:, None]
+        x, kappa = cho_solve_checked(M[0], B, jacobi=True, diagonal_spread=False, return_kappa=True)
+        if x is None or not np.isfinite(x).all() or (self.alpha == 0.0 and not self._keeps_cutoff(blk, kappa)):
+            return None
+        return x / blk.d[:, None]
+
+    def _keeps_cutoff(self, blk, kappa):
+        """Whether lstsq keeps every singular value of windows whose scaled matrices
+        ``Ŝ`` have the condition estimates ``kappa`` (without a ridge): then their normal
+        equations' solution is lstsq's. ``κ(W½Z) = √κ(S) ≤ √κ(Ŝ)·max(d)/min(d)``, to be
+        far below ``1/(eps·max(N, D))`` (as on the dual route). The Jacobi scale hides
+        features of very different scales from ``κ(Ŝ)``: features scaled 1e±8 (lstsq
+        truncates the small ones) were solved in full, outside the bound."""
+        with np.errstate(invalid="ignore", over="ignore"):
+            return np.sqrt(kappa) * blk.d_spread * lstsq_cutoff(1.0, n=self.N, D=self.D) <= 1e-3
 
     @staticmethod
     def _window_matrices(blk, idx, nu, wy, delta):
@@ -568,6 +585,8 @@ class PrimalSolver(CoreBlockSolver):
             two = (kappa > KAPPA_REFINE_MAX) | (woodbury > WOODBURY_REFINE_MAX)
             r = np.where(fast, FAST, REFINE)
             r[(kappa > KAPPA_REFINE_TWICE) | (woodbury > WOODBURY_REFINE_TWICE) | ~solved] = ORTHOGONAL
+            if self.alpha == 0.0:
+                r[~self._keeps_cutoff(blk, kappa)] = ORTHOGONAL
             if blk.forgets:
                 fast = np.flatnonzero(r != ORTHOGONAL)
                 # several targets: a window on the fast route is predicted from one column
