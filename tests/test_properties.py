@@ -193,7 +193,10 @@ def sweep_streams(draw):
     at the sizes an oracle can follow at every step: ``N ∈ {20, 100}``,
     ``D ∈ {2, 64, N − 1, N, N + 1, 1024}``, ``λ ∈ {1, 0.999, 0.9}``,
     ``α ∈ {0, 1e-12, 1e-6, 0.1, 10}`` and its six kinds of data, with the fill phase
-    (streams from half a window to two windows and more) and calls of random lengths."""
+    (streams from half a window to two windows and more) and calls of random lengths,
+    the last rows (up to 12) in calls of one row: each such call ends with the
+    coefficients of its window, which predict the next row (the window's own matrix or
+    the block's route, whichever the cost model takes)."""
     N = draw(st.sampled_from([20, 100]))
     D = draw(st.sampled_from([2, 64, N - 1, N, N + 1, 1024]))
     lam = draw(st.sampled_from([1.0, 0.999, 0.9]))
@@ -201,7 +204,9 @@ def sweep_streams(draw):
     kind = draw(st.sampled_from(SWEEP.DATA))
     n = draw(st.integers(N // 2, 2 * N + 10))
     Z, y, sw = SWEEP.make_data(kind, N, D, n, seed=draw(st.integers(0, 2**32 - 1)))
-    cuts = sorted(draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4, unique=True)))
+    cuts = draw(st.lists(st.integers(1, max(1, n - 1)), max_size=4, unique=True))
+    tail = draw(st.integers(0, min(12, n - 1)))
+    cuts = sorted(set(cuts) | set(range(n - tail, n)))
     return Z, y, sw, N, lam, alpha, cuts
 
 
