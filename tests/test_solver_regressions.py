@@ -1273,3 +1273,20 @@ def test_features_of_very_different_scales_follow_lstsq_cut_off(D, lam, calls):
                                                alpha=0.0)
     err = np.abs(reg.coef_ - o_beta[:, 0]).max() / (100 * EPS * kappa[-1] * np.abs(o_beta).max())
     assert err <= 1.0, err
+
+
+@pytest.mark.parametrize("alpha", [0.0, 1e-6])
+def test_a_feature_no_row_has_takes_the_block_route(alpha):
+    # A feature that is zero in every row (a lag never filled, a category never seen) puts
+    # a zero on the diagonal of the window's own matrix; the solve of that matrix (the
+    # coefficients of one-row calls at small D) then returned None where the caller
+    # unpacked a pair, and every such call raised a TypeError. It now gives way to the
+    # block's route: every step within the oracle's bound
+    N, D, T = 100, 64, 260
+    rng = np.random.default_rng(0)
+    Z, y = rng.normal(size=(T, D)), rng.normal(size=T)
+    Z[:, 5] = 0.0
+    reg = QREWRLSRegressor(N, forgetting_factor=0.99, alpha=alpha)
+    pred = [prequential_predict(reg, Z[:150], y[:150])]
+    pred += [prequential_predict(reg, Z[i : i + 1], y[i : i + 1]) for i in range(150, T)]
+    assert_matches_oracle(np.concatenate(pred), Z, y, N=N, lam=0.99, alpha=alpha)

@@ -357,8 +357,8 @@ def cho_solve_checked(S, B, pad=None, spread=1.0, jacobi=True, overwrite_S=True,
         # the bound
         d = np.sqrt(S.diagonal())
         lo = d.min()
-        if not lo > 0.0:
-            return None
+        if not lo > 0.0:  # (a zero on the diagonal: a feature no row of the window has)
+            return (None, math.inf) if return_kappa else None
         if diagonal_spread:
             q = d.max() / lo
             spread = spread * q * q
