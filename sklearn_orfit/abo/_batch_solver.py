@@ -291,12 +291,7 @@ class BatchSolver:
                 # (the windows' sums from the call's rows as given, weights λ^age ≥ 1e-50)
                 rows = (None if N < _SUMS_ROWS_PER_FEATURE * self.D or (N - 1) * -np.log(self.lam) > np.log(1e50)
                         else E if raw else E * sE[:, None])
-                P = None
-                if predict and self.c > 1 and rows is None:
-                    P = Zn if raw else Zn * sn[:, None]
-                    if inert_j is not None:
-                        P = P.copy() if raw else P
-                        P[inert_j] = X_inert[inert_j]
+                P = pred_rows(np.arange(b)) if predict and self.c > 1 and rows is None else None
                 betas, flagged, pred = self._primal(Ew, s_w, Y_w, w, sE, raw=raw, rows=(rows, YE), pred=P)
                 if pred is not None:
                     Y_pred[:] = pred
@@ -323,11 +318,7 @@ class BatchSolver:
                                              YE[rows_few] * real[:, :, None], ~real, w[pos])
                 betas[few] = np.swapaxes(U, 1, 2) @ a
             if predict and pred is None:
-                P = Zn if raw else Zn * sn[:, None]
-                if inert_j is not None:
-                    P = P.copy() if raw else P
-                    P[inert_j] = X_inert[inert_j]
-                Y_pred[:] = np.einsum("jd,jdc->jc", P, betas[:b])
+                Y_pred[:] = np.einsum("jd,jdc->jc", pred_rows(np.arange(b)), betas[:b])
             beta = betas[b]
         idx = np.flatnonzero(flagged)
         if idx.size:

@@ -408,11 +408,11 @@ def dual_window_solve(G, s, Y, w, *, alpha, diagonal_spread=True):
     with a ridge, rows whose shift exceeds :data:`SHIFT_MAX`. One Cholesky solve
     (:func:`cho_solve_checked`, Jacobi-scaled with a ridge: the shifts span the weights);
     ``None`` when its condition estimate exceeds :data:`GRAM_KAPPA_MAX`, when ``y/s``
-    overflows, or, without a ridge, when the spread of ``w s²`` would let lstsq's cut-off truncate rows the Gram
-    matrix of unit rows does not see (``diagonal_spread``: see :func:`cho_solve_checked`).
-    ``O(n³/3 + n²c)``. Call under
-    ``np.errstate(all="ignore")``: overflow (of a shift, of the solution) is detected here
-    or by the caller, not warned about.
+    overflows, or, without a ridge, when the spread of ``w s²`` would let lstsq's cut-off
+    truncate rows the Gram matrix of unit rows does not see (``diagonal_spread``: see
+    :func:`cho_solve_checked`). ``O(n³/3 + n²c)``. Call under ``np.errstate(all="ignore")``:
+    overflow (of a shift, of the solution) is detected here or by the caller, not warned
+    about.
     """
     n, c = G.shape[0], Y.shape[1]
     S = G.copy()
@@ -984,7 +984,7 @@ def solve_shifted(apply_M, x0, delta, size, *, spread=None, max_steps=MAX_STEPS,
         Windows that a step changed by at most ``4 eps`` of ``max |x|`` (or ``tol``),
         or by at most :data:`STALL_EPS` ``eps`` without contracting (rounding).
     steps : int
-        The steps taken (see :class:`~._window_solvers.ShiftedSteps`).
+        The steps taken (see :func:`~._window_solvers.ridge_share`).
     """
     omega = [2.0 / (2.0 + d) for d in delta]
     x = list(x0)
