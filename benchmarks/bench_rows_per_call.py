@@ -20,14 +20,16 @@ solver), ``(100, 64, 0.99, 0)`` (the primal route), ``(200, 1024, 1, 1e-6)`` and
 ``(1000, 4096, 1, 0)`` (the dual route).
 """
 
-import argparse
 import os
 import time
 
 import numpy as np
 
 from sklearn_orfit import QREWRLSRegressor, prequential_predict
-from sklearn_orfit.utils.benchmarking import best_of, blas_threads, header_line, machine_header, write_results
+from sklearn_orfit.utils.benchmarking import (
+    best_of, blas_threads, header_line, machine_header, parse_rounds,
+    write_results,
+)
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 CONFIGS = [(20, 64, 1.0, 0.0), (100, 64, 0.99, 0.0), (200, 1024, 1.0, 1e-6), (1000, 4096, 1.0, 0.0)]
@@ -70,13 +72,7 @@ def floor_seconds(Z, N, D, reps=2000):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="one round, 100 timed rows")
-    ap.add_argument("--repeat", type=int, default=3, help="rounds (default 3)")
-    ap.add_argument("--rows", type=int, default=300, help="timed rows (default 300)")
-    ap.add_argument("--out", default=OUT, help="folder of the JSON results")
-    args = ap.parse_args(argv)
-    repeat, rows = (1, 100) if args.quick else (args.repeat, args.rows)
+    repeat, rows, out = parse_rounds(argv, __doc__.split("\n")[0], OUT, repeat=3, rows=300, quick_rows=100)
     ways = [("prequential", k) for k in SIZES] + [("partial_fit", k) for k in SIZES] + [("one", 1)]
     results = []
     ctx, describe = blas_threads(1)
@@ -101,7 +97,7 @@ def main(argv=None):
                                 "us_per_row": us, "ratio_to_250": best[(how, k)] / ref,
                                 "floor_us": floor * 1e6, "ratio_to_floor": best[(how, k)] / floor})
     path = write_results("bench_rows_per_call", {"rows": rows, "repeat": repeat, "points": results},
-                         None if args.quick else args.out, header=header)
+                         out, header=header)
     if path:
         print(f"\nwritten {path}")
 

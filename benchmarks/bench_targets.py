@@ -27,7 +27,6 @@ memory that one call allocates (tracemalloc), and writes
     python benchmarks/bench_targets.py --quick    # one round, fewer rows
 """
 
-import argparse
 import os
 import time
 import tracemalloc
@@ -35,7 +34,9 @@ import tracemalloc
 import numpy as np
 
 from sklearn_orfit import QREWRLSRegressor, prequential_predict
-from sklearn_orfit.utils.benchmarking import blas_threads, header_line, machine_header, write_results
+from sklearn_orfit.utils.benchmarking import (
+    blas_threads, header_line, machine_header, parse_rounds, write_results,
+)
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "out")
 # (N, D, λ, α, what it exercises)
@@ -114,13 +115,7 @@ def slope(xs, ys):
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="one round, 250 timed rows")
-    ap.add_argument("--repeat", type=int, default=2, help="rounds (default 2)")
-    ap.add_argument("--rows", type=int, default=500, help="timed rows (default 500)")
-    ap.add_argument("--out", default=OUT, help="folder of the JSON results")
-    args = ap.parse_args(argv)
-    repeat, rows = (1, 250) if args.quick else (args.repeat, args.rows)
+    repeat, rows, out = parse_rounds(argv, __doc__.split("\n")[0], OUT, repeat=2, rows=500, quick_rows=250)
     results = []
     ctx, _ = blas_threads(1)
     with ctx:
@@ -149,7 +144,7 @@ def main(argv=None):
                                 "us_per_row": us, "ratio_to_one": best[c] / best[1], "slope": k,
                                 "peak_mb": peaks[c], "n_orthogonal_windows": orth[c]})
     path = write_results("bench_targets", {"rows": rows, "repeat": repeat, "call_rows": CALL, "points": results},
-                         None if args.quick else args.out, header=header)
+                         out, header=header)
     if path:
         print(f"\nwritten {path}")
 

@@ -10,6 +10,7 @@ BLAS limits need threadpoolctl (installed with scikit-learn).
 * :func:`machine_header`, :func:`header_line` — what a measurement ran on;
 * :func:`time_calls`, :func:`best_of`, :func:`peak_rss_mib` — wall-clock times and peak
   memory;
+* :func:`parse_rounds` — the command line of a benchmark timed in rounds of timed rows;
 * :func:`write_results` — a benchmark's numbers with their settings and machine, as JSON;
 * :func:`pyplot`, :func:`save_figure` — matplotlib on a file-only backend;
 * :data:`TABLE5_CPP_MS`, :data:`TABLE5_SETTING`, :func:`timed_chunked`,
@@ -26,6 +27,7 @@ Examples
 True
 """
 
+import argparse
 import contextlib
 import math
 import os
@@ -43,6 +45,7 @@ __all__ = [
     "blas_threads",
     "header_line",
     "machine_header",
+    "parse_rounds",
     "peak_rss_mib",
     "pyplot",
     "save_figure",
@@ -154,6 +157,25 @@ def best_of(fn, repeat=3):
     time.
     """
     return min(time_calls(fn, repeat))
+
+
+def parse_rounds(argv, description, out, *, repeat, rows, quick_rows):
+    """The command line of a benchmark timed in rounds of timed rows.
+
+    ``--quick`` (one round of ``quick_rows`` rows, nothing written), ``--repeat``
+    (rounds, default ``repeat``), ``--rows`` (timed rows, default ``rows``) and ``--out``
+    (the folder of the JSON results, default ``out``). Returns ``(repeat, rows, out)``,
+    ``out`` None with ``--quick``.
+    """
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--quick", action="store_true", help=f"one round, {quick_rows} timed rows")
+    ap.add_argument("--repeat", type=int, default=repeat, help=f"rounds (default {repeat})")
+    ap.add_argument("--rows", type=int, default=rows, help=f"timed rows (default {rows})")
+    ap.add_argument("--out", default=out, help="folder of the JSON results")
+    args = ap.parse_args(argv)
+    if args.quick:
+        return 1, quick_rows, None
+    return args.repeat, args.rows, args.out
 
 
 def peak_rss_mib():
