@@ -596,6 +596,27 @@ def test_primal_tiny_ridge_with_zero_rows_keeps_a_full_rank_core(lam, alpha):
     assert np.all(err[N:] <= tol[N:]), np.max(err[N:] / tol[N:])
 
 
+@pytest.mark.parametrize("N, D, lam", [(60, 30, 0.7), (200, 16, 0.5), (200, 30, 0.7), (120, 25, 0.7)])
+def test_primal_windows_whose_periphery_outweighs_the_core_are_refined(N, D, lam):
+    # strong forgetting, no ridge, well-conditioned Gaussian windows (κ ≈ 300-1000): the
+    # block's newest rows outweigh its core by up to λ^-b, so ‖S_I‖·‖S_A⁻¹‖ reached 10^8.5
+    # and Woodbury's rounding (eps times it) left the fast route 5.5-54 bound units from
+    # the oracle while that limit was 1e9; the Gram route's own limit refines them
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+
+    rng = np.random.default_rng(7)
+    T = 2 * N + 60
+    Z = rng.normal(size=(T, D))
+    y = Z @ rng.normal(size=D) + 0.1 * rng.normal(size=T)
+    reg = QREWRLSRegressor(N, forgetting_factor=lam).fit(Z[:3], y[:3])
+    pred = prequential_predict(reg, Z[3:], y[3:])
+    assert type(reg._solver.inner).__name__ == "PrimalSolver" and reg._solver.inner.n_refined > 0
+    o_pred, kappa, _ = prequential_oracle(Z, y, window_size=N, forgetting_factor=lam, alpha=0.0)
+    o_pred, kappa = o_pred[3:, 0], kappa[3:]
+    err = np.abs(pred - o_pred) / (np.maximum(1e-9, 100 * EPS * kappa) * np.maximum(1.0, np.abs(o_pred)))
+    assert err.max() <= 1.0, f"{err.max():.3g} bound units at step {np.argmax(err) + 3}"
+
+
 @pytest.mark.parametrize("lam", [1.0, 0.9])
 def test_primal_window_gram_invariant(lam):
     # invariant (_WindowGram): at a block's start e^L·M = Σ_window λ^age s² ẑẑᵀ and

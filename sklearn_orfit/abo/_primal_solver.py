@@ -23,7 +23,7 @@ so a prediction costs ``O(D·b + b³)`` and the coefficients one more triangular
 whose condition estimate lies between :data:`GRAM_KAPPA_MAX` and
 :data:`KAPPA_REFINE_MAX` (or whose core's exceeds :data:`GRAM_KAPPA_MAX`, or whose
 periphery so outweighs the core that Woodbury's subtraction may lose more than
-``eps·1e9``: ``‖S_I‖·‖S_A⁻¹‖`` above :data:`WOODBURY_KAPPA_MAX`) takes one step of
+the Gram route itself: ``‖S_I‖·‖S_A⁻¹‖`` above :data:`WOODBURY_KAPPA_MAX`) takes one step of
 refinement with its normal residual computed from its rows (corrected seminormal
 equations, ``O(N_eff·D)``, ``N_eff`` the rows not aged below rounding); a ridge with
 forgetting solves for the correction as for the solution (each window's own matrix, or
@@ -51,11 +51,16 @@ from ._window_solvers import (
 __all__ = ["PrimalSolver", "direct_shifts", "primal_block_size"]
 
 #: Largest ``‖S_I‖_F · ‖S_A⁻¹‖₁`` (window against core) for which a window is solved
-#: through the core's factor: Woodbury's rounding is about ``eps`` times it (≤ 2e-7
-#: relative). Measured: at most 10^7.7 on the sweep's Gaussian and RFF windows at
-#: ``D = 64``; windows of row blocks scaled 10^±3 whose periphery outweighs the core
-#: reached 10^11 and were wrong by 10^-4 relative while their probes read 10^5.
-WOODBURY_KAPPA_MAX = 1e9
+#: through the core's factor alone: Woodbury's rounding is about ``eps`` times it, so the
+#: limit is the Gram route's own (:data:`~._kernels.GRAM_KAPPA_MAX`, about 2e-10
+#: relative); beyond it the window is refined against its rows. The periphery (the
+#: block's newest rows) outweighs the core by up to ``λ^-b``: with strong forgetting and
+#: no ridge, well-conditioned windows of Gaussian rows reach 10^8.5 (``N = 60``,
+#: ``D = 30``, ``λ = 0.7``, ``κ = 988``), and a limit of 1e9 left them 2.7e-8 relative
+#: from lstsq (15.8 bound units; 54 at ``N = 200``, ``D = 16``, ``λ = 0.5``). Windows of
+#: row blocks scaled 10^±3 whose periphery outweighs the core reached 10^11 and were
+#: wrong by 10^-4 relative while their probes read 10^5.
+WOODBURY_KAPPA_MAX = GRAM_KAPPA_MAX
 
 #: Largest ``‖S_I‖_F · ‖S_A⁻¹‖₁`` for which a window is refined against its rows with one
 #: step rather than two. A step computes the normal residual from the rows and solves for
