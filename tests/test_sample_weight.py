@@ -185,6 +185,52 @@ def test_qrewrls_two_targets_and_delay(solver):
         np.testing.assert_allclose(reg.coef_, o_beta, atol=1e-9 * np.abs(o_beta).max())
 
 
+@pytest.mark.parametrize("N, D, lam", [(33, 40, 0.9), (100, 200, 1.0)])
+@pytest.mark.parametrize("w", [1e-300, 5e-324])
+def test_a_row_too_light_for_the_ridge_is_still_predicted(N, D, lam, w):
+    # the dual route decouples a row whose ridge shift α/(w s²) overflows (it carries
+    # nothing to learn), but its prequential prediction is still z·β of the window before
+    # it: it was 0 (1e9 bound units) inside a call of several rows
+    rng = np.random.default_rng(0)
+    T = N + 20
+    Z = rng.normal(size=(T, D))
+    y = Z @ rng.normal(size=D)
+    sw = np.ones(T)
+    sw[N + 5] = w
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=1e-3).fit(Z[:N], y[:N])
+    pred = prequential_predict(reg, Z[N:], y[N:], sample_weight=sw[N:])
+    for t in range(N, T):
+        beta, kappa = window_lstsq(Z, y[:, None], t, window_size=N, forgetting_factor=lam, alpha=1e-3,
+                                   sample_weight=sw)
+        o = (Z[t] @ beta)[0]
+        assert abs(pred[t - N] - o) <= max(1e-9, 100 * EPS * kappa) * max(1.0, abs(o)), t
+
+
+@pytest.mark.parametrize("N, D, alpha, w", [(40, 39, 0.01, 1e8), (40, 39, 0.01, 1e100), (40, 39, 0.0, 1e8),
+                                        (100, 50, 0.0, 1e16), (100, 50, 0.0, 1e8)])
+def test_a_heavy_row_leaves_no_trace_once_it_has_left(N, D, alpha, w):
+    # the primal route subtracts the rows that leave from the window's sums: a row of
+    # weight 1e8 left 1e-8 of the window's scale in them (180 bound units), 1e16 and
+    # 1e100 left nothing right (4e8 and 1e9 units), for as long as those sums were carried
+    rng = np.random.default_rng(0)
+    T = N + 6
+    Z = rng.normal(size=(T, D))
+    y = Z @ rng.normal(size=D) + 0.1 * rng.normal(size=T)
+    sw = rng.uniform(0.5, 2, size=T)
+    sw[2] = w
+    reg = QREWRLSRegressor(N, alpha=alpha)
+    pred = prequential_predict(reg, Z, y, sample_weight=sw)
+    for t in range(1, T + 1):
+        beta, kappa = window_lstsq(Z, y[:, None], t, window_size=N, forgetting_factor=1.0, alpha=alpha,
+                                   sample_weight=sw)
+        tol = max(1e-9, 100 * EPS * kappa) * max(1.0, np.abs(beta).max())
+        if t == T:
+            assert np.abs(reg.coef_ - beta[:, 0]).max() <= tol
+        else:
+            o = (Z[t] @ beta)[0]
+            assert abs(pred[t] - o) <= max(1e-9, 100 * EPS * kappa) * max(1.0, abs(o)), t
+
+
 def test_whole_window_weightless_gives_zero_coefficients():
     Z, y = features(8)
     reg = QREWRLSRegressor(10).fit(Z[:50], y[:50])

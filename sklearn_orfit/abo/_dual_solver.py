@@ -284,12 +284,13 @@ class DualSolver(CoreBlockSolver):
 
     def _normalise(self, Z):
         Zh, s = normalise_rows(Z)
+        tiny = None
         if self.alpha > 0:
             # rows whose ridge shift α/s² overflows carry no information: decouple them
             with np.errstate(over="ignore"):
                 tiny = (s > 0) & (self.alpha * _inv_or_zero(s) ** 2 > SHIFT_MAX)
             Zh[tiny], s[tiny] = 0.0, 0.0
-        return Zh, s
+        return Zh, s, tiny
 
     def _new_block(self):
         b = self._direct_block_size()

@@ -146,6 +146,8 @@ class _PrimalBlock(ReferenceWindow):
 
     # max(d)/min(d) (set in __init__; blocks of a model saved before it was kept: 1)
     d_spread = 1.0
+    # whether the core's sums were formed from its rows rather than by subtraction
+    fresh = False
     # periphery arrays, by the axes their periphery position runs along: the restore of an
     # interrupted call zeroes them beyond the restored counter ``m`` (as when created)
     PERIPHERY = {"slot": (0,), "R": (1,), "T": (0, 1), "nu": (0,), "wy": (0,), "e": (0,),
@@ -175,7 +177,21 @@ class _PrimalBlock(ReferenceWindow):
         self.old_rows = (buf.Zh[old].copy(), buf.s[old].copy(), self.age0[: self.ell].copy())
         self.old_y = buf.Y[old].copy()
         # S_A = Σ_A ω ẑẑᵀ + αI = (window's Gram) − (old periphery rows), Jacobi-scaled
-        S = gram.M - _weighted_outer(*self.old_rows, log_lam=self.log_lam, log_c0=self.log_c0)
+        Zo, so, ao = self.old_rows
+        w = dict(log_lam=self.log_lam, log_c0=self.log_c0)
+        om_old = _weights(so, ao, power=2, **w)
+        S = gram.M - (Zo * om_old[:, None]).T @ Zo
+        b_A = gram.rhs - Zo.T @ (_weights(so, ao, power=1, **w)[:, None] * self.old_y)
+        # the subtraction rounds at about eps times the weight subtracted and the weight M
+        # carries (unit rows: a row's weight is its share of the trace). Where that
+        # outweighs what stays (a row of a huge weight leaving: 1e8 left 1e-8 of the
+        # window's scale in S, 180 bound units), the core's sums are formed from its rows
+        # (O(n_A·D²)), as a from-scratch sum rounds
+        self.fresh = bool(not om_old.sum() + gram.mass <= np.trace(S))
+        if self.fresh:
+            A, age_A = self.slots_A, self.age0[self.ell :]
+            S = _weighted_outer(buf.Zh[A], buf.s[A], age_A, **w)
+            b_A = buf.Zh[A].T @ (_weights(buf.s[A], age_A, power=1, **w)[:, None] * buf.Y[A])
         # M_A = Σ_A ω ẑẑᵀ: the window's Gram matrix once the old rows have left, which is
         # where the next block's starts from (_WindowGram.advance adds the new rows to it)
         self.M_A = S.copy()
@@ -214,8 +230,7 @@ class _PrimalBlock(ReferenceWindow):
         self.core_fast = bool(self.core_ok and anorm * self.inv_SA <= GRAM_KAPPA_MAX * D)
         # h_A = L_A⁻¹ (b_A/d),  b_A = Σ_A w s y ẑ (relative to c0)
         # b_A = Σ_A w s y ẑ = (the window's, carried) − (the old periphery rows')
-        Zo, so, ao = self.old_rows
-        self.b_A = gram.rhs - Zo.T @ (_weights(so, ao, power=1, log_lam=self.log_lam, log_c0=self.log_c0)[:, None] * self.old_y)
+        self.b_A = b_A
         self.h = self._fwd(self.b_A / d[:, None])
         self.phi = self._fwd(probes(D))  # L_A⁻¹ v for two fixed unit probes
         self.R = np.zeros((D, P), order="F")  # r_p = L_A⁻¹ (ẑ_p/d)
@@ -329,8 +344,7 @@ class _WindowGram:
         """Move from the start of block ``prev`` to now (``prev.j`` rows later)."""
         j = prev.j
         self.rows += j
-        trace = np.trace(self.M)
-        if self.rows >= buf.N or not self.mass <= trace:
+        if self.rows >= buf.N:
             self.refresh(buf)
             return
         # ageing: e^L ← λ^j e^L;  the rows that left had weight λ^age0 s² at prev's start
@@ -350,6 +364,8 @@ class _WindowGram:
             # its b_A), computed at its start. M ← M_A + Σ_new ω ẑẑᵀ,  rhs ← b_A + Σ_new w s y ẑ
             Z, Y, om, wy = buf.Zh[new], buf.Y[new], om_new, wy_new
             M, rhs = prev.M_A, prev.b_A
+            if prev.fresh:  # (M_A summed from its rows: it carries no rounding of earlier sums)
+                self.mass, om_left = 0.0, om_left[:0]
         else:
             # M ← M + Σ_new ω ẑẑᵀ − Σ_left ω ẑẑᵀ,  rhs ← rhs + Σ_new w s y ẑ − Σ_left w s y ẑ
             Z = np.concatenate([buf.Zh[new], Zo])
@@ -362,8 +378,9 @@ class _WindowGram:
         # the rounding carried: at most eps times the weight added and subtracted
         self.mass += float(np.abs(om_new).sum() + np.abs(om_left).sum())
         top = np.abs(self.M.diagonal()).max(initial=0.0)
-        if not 1e-100 < top < 1e100 or not np.isfinite(self.M).all():
-            self.refresh(buf)  # the scale drifted out of range: start again from the window
+        # (checked on the M a block is about to start from, not at the next block)
+        if not 1e-100 < top < 1e100 or not np.isfinite(self.M).all() or not self.mass <= np.trace(self.M):
+            self.refresh(buf)  # the rounding or the scale out of range: again from the window
 
 
 @fill_doc()

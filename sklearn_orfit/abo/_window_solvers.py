@@ -784,7 +784,13 @@ class CoreBlockSolver:
         whose prediction is that of ``X``'s row by the window before it, ``x_i·β_{i−1}``
         (one solve of that window's coefficients each, ``O(N·D)``, in the same pass).
         """
-        Zh, s = self._normalise(Z)
+        Zh, s, decoupled = self._normalise(Z)
+        if predict and decoupled is not None and decoupled.any():
+            # a row decoupled as negligible against the ridge (DualSolver._normalise)
+            # learns nothing but is still predicted: z·β of the window before it, as an
+            # inert row (before, its prediction was that of the zero row it became: 0)
+            mask, X = inert if inert is not None else (np.zeros(Z.shape[0], dtype=bool), Z)
+            inert = (mask | decoupled, np.where(decoupled[:, None], Z, X))
         Y_pred = np.zeros((Z.shape[0], self.c)) if predict else None
         a = 0
         while a < Z.shape[0]:
@@ -861,7 +867,9 @@ class CoreBlockSolver:
             helper.__dict__.update(helper_attrs)
 
     def _normalise(self, Z):
-        return normalise_rows(Z)
+        """Unit rows, their norms, and which non-zero rows were decoupled (None: none can
+        be; see :meth:`DualSolver._normalise`)."""
+        return (*normalise_rows(Z), None)
 
     def _block(self):
         if self.block is None or self.block.j == self.block.b:
