@@ -441,6 +441,27 @@ def _continuing_calls(est, X, y):
     return calls
 
 
+@pytest.mark.parametrize("name, param", [
+    ("qrewrls-short", "forgetting_factor"), ("qrewrls-primal", "alpha"), ("qrewrls-dual", "alpha"),
+    ("ewrls", "forgetting_factor"), ("qrd-rls", "forgetting_factor"), ("orfit-pca", "rtol"),
+])
+def test_a_float32_of_a_parameter_is_another_value(name, param):
+    # under NumPy 2 np.float32(0.9) == 0.9 is computed in float32 and is true, though the
+    # value differs by 2.4e-8: a stream started with 0.9 went on with it after
+    # set_params(np.float32(0.9)), while get_params said otherwise
+    X, y = stream()
+    est = learn(clone(ESTIMATORS[name]).set_params(**{param: 0.9}), X[:30], y[:30])
+    before = pickle.dumps(est)
+    est.set_params(**{param: np.float32(0.9)})
+    for call_name, call in _continuing_calls(est, X[30:], y[30:]).items():
+        with pytest.raises(ValueError, match=rf"{param} changed \(set_params\)"):
+            call()
+        assert pickle.dumps(est.set_params(**{param: 0.9})) == before, call_name
+        est.set_params(**{param: np.float32(0.9)})
+    est.set_params(**{param: np.float64(0.9)})  # the same value: the stream goes on
+    learn(est, X[30:], y[30:])
+
+
 @pytest.mark.parametrize(
     "name, params", SET_PARAMS, ids=[f"{n}-{list(p)[0]}" for n, p in SET_PARAMS]
 )

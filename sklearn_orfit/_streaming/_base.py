@@ -20,6 +20,7 @@ import copy
 import functools
 import inspect
 import math
+import operator
 import weakref
 from contextlib import contextmanager
 
@@ -45,6 +46,7 @@ __all__ = [
     "check_delay",
     "check_state_format",
     "check_stream_params",
+    "same_param_value",
     "check_stream_sample_weight",
     "clear_fitted_state",
     "expected_failed_checks",
@@ -269,6 +271,22 @@ def record_stream_params(estimator):
     )
 
 
+def same_param_value(a, b):
+    """Whether a parameter's value equals the one a stream started with: the same object,
+    or equal as Python values. A NumPy scalar counts by its exact value: under NumPy 2
+    ``np.float32(0.9) == 0.9`` is computed in float32 and is true, although the value
+    differs from 0.9 by 2.4e-8 (a stream started with 0.9 then went on with it while
+    ``get_params`` said otherwise)."""
+    if a is b:
+        return True
+    a = a.item() if isinstance(a, np.generic) else a
+    b = b.item() if isinstance(b, np.generic) else b
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return False
+
+
 def check_stream_params(estimator):
     """Refuse to continue a stream whose parameters changed (``set_params``) since it started.
 
@@ -282,8 +300,8 @@ def check_stream_params(estimator):
         return
     names = estimator._stream_params
     now = tuple(getattr(estimator, name) for name in names)
-    if now != saved:
-        changed = [k for k, a, b in zip(names, now, saved) if a is not b and a != b]
+    if not all(map(operator.is_, now, saved)):
+        changed = [k for k, a, b in zip(names, now, saved) if not same_param_value(a, b)]
         if changed:
             raise ValueError(
                 f"{', '.join(changed)} changed (set_params) since this stream started; "

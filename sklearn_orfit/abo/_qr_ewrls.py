@@ -5,6 +5,7 @@ The estimator validates each call and hands its rows to one window solver (see
 nothing.
 """
 
+import operator
 from numbers import Integral, Real
 
 import numpy as np
@@ -224,7 +225,7 @@ class QREWRLSRegressor(
             return super()._learn_one(x, y)
         enclosing_call()  # forgets a call an interrupt left set; before the lock (see there)
         with stream_lock(self):
-            if self._stream_param_values != self._solver_params():
+            if not all(map(operator.is_, self._stream_param_values, self._solver_params())):
                 check_stream_params(self)
             x, norm = check_one_row(x, n_features=self.n_features_in_, return_norm=True)
             yv = check_one_target(y, n_targets=self._n_targets)

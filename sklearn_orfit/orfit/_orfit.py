@@ -58,7 +58,7 @@ from .._compat import Interval, StrOptions
 from .._docstrings import fill_doc
 from .._streaming._base import (
     VALIDATION_ATTRIBUTES, LinearPredictMixin, OneRowLearnMixin, OneRowPredictMixin,
-    StreamingRegressorMixin, clear_fitted_state, on_rollback, run_with_delay,
+    StreamingRegressorMixin, clear_fitted_state, on_rollback, run_with_delay, same_param_value,
 )
 from ..exceptions import SpannedBatchWarning
 
@@ -865,12 +865,7 @@ def _same_param(a, b):
     if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
         return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
                 and a.shape == b.shape and bool(np.array_equal(a, b)))
-    if a is b:
-        return True
-    try:
-        return bool(a == b)
-    except (TypeError, ValueError):
-        return False
+    return same_param_value(a, b)
 
 
 def _warn_spanned(n_unfitted, n):
