@@ -1290,3 +1290,23 @@ def test_a_feature_no_row_has_takes_the_block_route(alpha):
     pred = [prequential_predict(reg, Z[:150], y[:150])]
     pred += [prequential_predict(reg, Z[i : i + 1], y[i : i + 1]) for i in range(150, T)]
     assert_matches_oracle(np.concatenate(pred), Z, y, N=N, lam=0.99, alpha=alpha)
+
+
+@pytest.mark.parametrize("N, D", [(33, 33), (33, 34), (40, 60)])
+@pytest.mark.parametrize("how", ["partial_fit", "learn_one"])
+def test_factors_aged_to_nothing_give_way_to_the_window_itself(N, D, how):
+    # λ = 1e-300 ages the slid orthogonal factors by 1e-150 a row: their solve gave 0/0
+    # and a one-row call raised the overflow error, although lstsq on the window (one row
+    # of 1e-150, one of 1e-300 below its cut-off) is finite and the same rows learned in
+    # one call were right. A non-finite solve of the factors now falls back to the window
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(4, D))
+    y = Z @ rng.normal(size=D)
+    Z[3] *= 1e-300
+    reg = QREWRLSRegressor(N, forgetting_factor=1e-300).fit(Z[:3], y[:3])
+    if how == "learn_one":
+        reg.learn_one(Z[3], y[3])
+    else:
+        reg.partial_fit(Z[3:], y[3:])
+    beta, kappa = window_lstsq(Z, y[:, None], 4, window_size=N, forgetting_factor=1e-300, alpha=0.0)
+    assert np.abs(reg.coef_ - beta[:, 0]).max() <= max(1e-9, 100 * EPS * kappa) * np.abs(beta).max()

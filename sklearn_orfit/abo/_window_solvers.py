@@ -977,13 +977,16 @@ class CoreBlockSolver:
         orientation = self._orth_orientation()
         if self.orth is not None and self.orth.orientation != orientation:
             self.orth = None  # the window grew past D rows: factorised anew, by rows
+        def from_scratch():
+            Z, Y = buf.raw()
+            return lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha,
+                               keep=keep)[0][0]
+
         if keep is not None or (orientation == "rows" and buf.n <= self.D):
             # from scratch: a window that reduces to its few non-negligible rows, or with
             # no more rows than features (the fill of a tall window): O(k·D·min(k, D)) for
             # k rows, no factors to slide
-            Z, Y = buf.raw()
-            return lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha,
-                               keep=keep)[0][0]
+            return from_scratch()
         self.orth_idle = 0
         if self.orth is None:
             Z, Y = buf.raw()
@@ -998,7 +1001,20 @@ class CoreBlockSolver:
                     alpha=self.alpha if self.lam == 1 else 0.0, slots=buf.slots(),
                 )
         if isinstance(self.orth, SlidingR):
-            return self.orth.solve(alpha=self.alpha)
+            beta = self.orth.solve(alpha=self.alpha)
+        else:
+            beta = self._sliding_qr_beta(slots, sw)
+        if not np.isfinite(beta).all():
+            # the slid factors lost the window to underflow (a forgetting factor of 1e-300
+            # ages the factors by 1e-150 a row: 0/0 in their solve, where lstsq on the
+            # window is finite): from scratch, and the factors anew when next needed
+            self.orth = None
+            beta = from_scratch()
+        return beta
+
+    def _sliding_qr_beta(self, slots, sw):
+        """``β`` of the current window from its slid :class:`SlidingQR` factors."""
+        buf = self.buf
         # the factors hold the rows: only the targets are read. A zero row (zeroed as
         # negligible against the ridge, see DualSolver._normalise) has no influence on β,
         # and its target is zeroed with it, as lstsq_stack does: else the rounding of the
