@@ -183,11 +183,12 @@ class _PrimalBlock(ReferenceWindow):
         S = gram.M - (Zo * om_old[:, None]).T @ Zo
         b_A = gram.rhs - Zo.T @ (_weights(so, ao, power=1, **w)[:, None] * self.old_y)
         # the subtraction rounds at about eps times the weight subtracted and the weight M
-        # carries (unit rows: a row's weight is its share of the trace). Where that
-        # outweighs what stays (a row of a huge weight leaving: 1e8 left 1e-8 of the
-        # window's scale in S, 180 bound units), the core's sums are formed from its rows
-        # (O(n_A·D²)), as a from-scratch sum rounds
-        self.fresh = bool(not om_old.sum() + gram.mass <= np.trace(S))
+        # carries (unit rows: a row's weight is its share of the trace). In an ordinary
+        # window M carries at most its trace (_WindowGram's rule) and the rows leaving are
+        # a block's share of it, about twice what stays at most; beyond 4 times (a row of
+        # weight 1e8 leaving left 1e-8 of the window's scale in S, 180 bound units) the
+        # core's sums are formed from its rows (O(n_A·D²)), as a from-scratch sum rounds
+        self.fresh = bool(not om_old.sum() + gram.mass <= 4.0 * np.trace(S))
         if self.fresh:
             A, age_A = self.slots_A, self.age0[self.ell :]
             S = _weighted_outer(buf.Zh[A], buf.s[A], age_A, **w)
