@@ -617,6 +617,31 @@ def test_primal_windows_whose_periphery_outweighs_the_core_are_refined(N, D, lam
     assert err.max() <= 1.0, f"{err.max():.3g} bound units at step {np.argmax(err) + 3}"
 
 
+@pytest.mark.parametrize("seed", [0, 2])
+@pytest.mark.parametrize("calls", [100, 5])
+def test_primal_ridge_with_forgetting_refines_twice_when_one_step_leaves_too_much(seed, calls):
+    # N = 40, D = 39, λ = 0.99, α = 1e-6, weights 0.5-2: windows refined once (condition
+    # estimates 1e8) whose corrections are solved by the block's iteration were left up
+    # to 4.3 bound units off (one step contracted by 1e-2); a second step where the first
+    # correction exceeds REFINE_ONCE of β brings them within the bound
+    from sklearn_orfit import QREWRLSRegressor, prequential_predict
+
+    N, D, lam, alpha, T = 40, 39, 0.99, 1e-6, 100
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(T, D))
+    y = Z @ rng.normal(size=D) + 0.1 * rng.normal(size=T)
+    sw = rng.uniform(0.5, 2, size=T)
+    reg = QREWRLSRegressor(N, forgetting_factor=lam, alpha=alpha)
+    pred = np.concatenate([prequential_predict(reg, Z[a : a + calls], y[a : a + calls], sample_weight=sw[a : a + calls])
+                           for a in range(0, T, calls)])
+    assert type(reg._solver.inner).__name__ == "PrimalSolver" and reg._solver.inner.n_refined > 0
+    for t in range(T):
+        beta, kappa = window_lstsq(Z, y[:, None], t, window_size=N, forgetting_factor=lam, alpha=alpha,
+                                   sample_weight=sw)
+        o = (Z[t] @ beta)[0]
+        assert abs(pred[t] - o) <= max(1e-9, 100 * EPS * kappa) * max(1.0, abs(o)), t
+
+
 @pytest.mark.parametrize("lam", [1.0, 0.9])
 def test_primal_window_gram_invariant(lam):
     # invariant (_WindowGram): at a block's start e^L·M = Σ_window λ^age s² ẑẑᵀ and
