@@ -458,6 +458,10 @@ def test_a_float32_of_a_parameter_is_another_value(name, param):
             call()
         assert pickle.dumps(est.set_params(**{param: 0.9})) == before, call_name
         est.set_params(**{param: np.float32(0.9)})
+    for other in (np.array(0.9, dtype=np.float32), np.array([0.9])):  # arrays: other values
+        est.set_params(**{param: other})
+        with pytest.raises(ValueError, match=rf"{param} changed \(set_params\)"):
+            est.partial_fit(X[30:], y[30:])
     est.set_params(**{param: np.float64(0.9)})  # the same value: the stream goes on
     learn(est, X[30:], y[30:])
 

@@ -279,6 +279,11 @@ def same_param_value(a, b):
     ``get_params`` said otherwise)."""
     if a is b:
         return True
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
+        # an array is the same value only as an array of the same shape and values (a 0-d
+        # float32 array of 0.9 in place of 0.9 is another value, and another type)
+        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
+                and a.shape == b.shape and bool(np.array_equal(a, b)))
     a = a.item() if isinstance(a, np.generic) else a
     b = b.item() if isinstance(b, np.generic) else b
     try:

@@ -564,7 +564,7 @@ class ORFitRegressor(
             now["coef_init"] = np.array(self.coef_init, dtype=np.float64)
         before["coef_init"] = coef_init
         changed = [name for name in self._stream_params
-                   if not _same_param(now[name], before[name])]
+                   if not same_param_value(now[name], before[name])]
         if changed:
             raise ValueError(
                 f"{', '.join(changed)} changed (set_params) since this stream started; the "
@@ -858,14 +858,6 @@ def _norm(A):
     """Frobenius norm without overflow or underflow of the squares (BLAS ``nrm2``)."""
     a = np.ravel(A)
     return float(blas.dnrm2(a)) if a.size else 0.0
-
-
-def _same_param(a, b):
-    """Whether a parameter value equals the one recorded when the stream started."""
-    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray):
-        return (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)
-                and a.shape == b.shape and bool(np.array_equal(a, b)))
-    return same_param_value(a, b)
 
 
 def _warn_spanned(n_unfitted, n):
