@@ -50,16 +50,20 @@ from ._window_solvers import (
 
 __all__ = ["PrimalSolver", "direct_shifts", "primal_block_size"]
 
-#: Largest ``‖S_I‖_F · ‖S_A⁻¹‖₁`` (window against core) for which a window is solved
-#: through the core's factor alone: Woodbury's rounding is about ``eps`` times it, so the
-#: limit is the Gram route's own (:data:`~._kernels.GRAM_KAPPA_MAX`, about 2e-10
-#: relative); beyond it the window is refined against its rows. The periphery (the
-#: block's newest rows) outweighs the core by up to ``λ^-b``: with strong forgetting and
-#: no ridge, well-conditioned windows of Gaussian rows reach 10^8.5 (``N = 60``,
-#: ``D = 30``, ``λ = 0.7``, ``κ = 988``), and a limit of 1e9 left them 2.7e-8 relative
-#: from lstsq (15.8 bound units; 54 at ``N = 200``, ``D = 16``, ``λ = 0.5``). Windows of
-#: row blocks scaled 10^±3 whose periphery outweighs the core reached 10^11 and were
-#: wrong by 10^-4 relative while their probes read 10^5.
+#: Largest ``‖S_I‖_F · max_v ‖S_A⁻¹v‖`` (window against core, over the two probes of the
+#: windows' own condition estimates) for which a window is solved through the core's
+#: factor alone: Woodbury's rounding is about ``eps·‖S_I‖·‖S_A⁻¹‖``, so the limit is the
+#: Gram route's own (:data:`~._kernels.GRAM_KAPPA_MAX`, about 2e-10 relative), measured
+#: as the window's condition is; beyond it the window is refined against its rows. The
+#: periphery (the block's newest rows) outweighs the core by up to ``λ^-b``: with strong
+#: forgetting and no ridge, well-conditioned windows of Gaussian rows reached 10^8.5 by the
+#: 1-norm estimate (``N = 60``, ``D = 30``, ``λ = 0.7``, ``κ = 988``), and a limit of 1e9
+#: on it left them 2.7e-8 relative from lstsq (15.8 bound units; 54 at ``N = 200``,
+#: ``D = 16``, ``λ = 0.5``). The 1-norm estimate ``‖S_A⁻¹‖₁`` (loose by up to ``D``) with
+#: this limit refined every window of random Fourier features at ``N = 1000``,
+#: ``D = 256``, ``λ = 1`` (2× the time), where the probes see a core as strong as the
+#: window. Windows of row blocks scaled 10^±3 whose periphery outweighs the core reached
+#: 10^11 and were wrong by 10^-4 relative while their probes read 10^5.
 WOODBURY_KAPPA_MAX = GRAM_KAPPA_MAX
 
 #: Largest ``‖S_I‖_F · ‖S_A⁻¹‖₁`` for which a window is refined against its rows with one
@@ -159,6 +163,9 @@ class _PrimalBlock(ReferenceWindow):
     d_spread = 1.0
     # whether the core's sums were formed from its rows rather than by subtraction
     fresh = False
+    # max_v ‖S_A⁻¹v‖ over the probes (blocks of a model saved before it was kept: None,
+    # the 1-norm estimate inv_SA is taken)
+    inv_SA_probe = None
     # periphery arrays, by the axes their periphery position runs along: the restore of an
     # interrupted call zeroes them beyond the restored counter ``m`` (as when created)
     PERIPHERY = {"slot": (0,), "R": (1,), "T": (0, 1), "nu": (0,), "wy": (0,), "e": (0,),
@@ -245,6 +252,10 @@ class _PrimalBlock(ReferenceWindow):
         self.b_A = b_A
         self.h = self._fwd(self.b_A / d[:, None])
         self.phi = self._fwd(probes(D))  # L_A⁻¹ v for two fixed unit probes
+        # max_v ‖S_A⁻¹v‖ over the same probes: the core's inverse as the windows' condition
+        # estimates see theirs (for Woodbury's limit on the fast route)
+        self.inv_SA_probe = (float(np.sqrt(np.einsum("dk,dk->k", *(2 * [lapack.dtrtrs(self.L, self.phi, lower=1, trans=1)[0]])).max()))
+                             if self.core_ok else np.inf)
         self.R = np.zeros((D, P), order="F")  # r_p = L_A⁻¹ (ẑ_p/d)
         self.T = np.zeros((P, P))  # r_p·r_q
         self.nu = np.zeros(P)  # √ω_p (relative to c0)
@@ -607,13 +618,16 @@ class PrimalSolver(CoreBlockSolver):
                 # probes go through the same formula and cannot see it (rows far heavier
                 # than the core's: the periphery dominates)
                 woodbury = norm * blk.inv_SA
+                # the same through the probes: judged as the window's own condition is
+                woodbury_probe = norm * (blk.inv_SA if blk.inv_SA_probe is None else blk.inv_SA_probe)
             if blk.forgets:
                 # window j's matrix is P + δΣ
                 delta = blk.delta(blk.window_steps(hi[sel]))
                 with np.errstate(invalid="ignore", divide="ignore"):
                     kappa = blk.widen_kappa(kappa, delta, blk.n_ridge / norm)
                     woodbury = blk.widen_kappa(woodbury, delta, blk.n_ridge / norm)
-            fast = (kappa <= GRAM_KAPPA_MAX) & blk.core_fast & (woodbury <= WOODBURY_KAPPA_MAX)
+                    woodbury_probe = blk.widen_kappa(woodbury_probe, delta, blk.n_ridge / norm)
+            fast = (kappa <= GRAM_KAPPA_MAX) & blk.core_fast & (woodbury_probe <= WOODBURY_KAPPA_MAX)
             # refined: one step, or two where the condition estimate or Woodbury's rounding
             # eps·‖S_I‖·‖S_A⁻¹‖ (relative) is larger; beyond, the orthogonal route
             two = (kappa > KAPPA_REFINE_MAX) | (woodbury > WOODBURY_REFINE_MAX)
