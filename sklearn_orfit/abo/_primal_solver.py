@@ -252,10 +252,12 @@ class _PrimalBlock(ReferenceWindow):
         self.b_A = b_A
         self.h = self._fwd(self.b_A / d[:, None])
         self.phi = self._fwd(probes(D))  # L_A⁻¹ v for two fixed unit probes
-        # max_v ‖S_A⁻¹v‖ over the same probes: the core's inverse as the windows' condition
-        # estimates see theirs (for Woodbury's limit on the fast route)
-        self.inv_SA_probe = (float(np.sqrt(np.einsum("dk,dk->k", *(2 * [lapack.dtrtrs(self.L, self.phi, lower=1, trans=1)[0]])).max()))
-                             if self.core_ok else np.inf)
+        # max_v ‖S_A⁻¹v‖ over the same probes, S_A⁻¹v = L_A⁻ᵀφ: the core's inverse as the
+        # windows' condition estimates see theirs (for Woodbury's limit on the fast route)
+        self.inv_SA_probe = np.inf
+        if self.core_ok:
+            psi = lapack.dtrtrs(self.L, self.phi, lower=1, trans=1)[0]
+            self.inv_SA_probe = float(np.sqrt(np.einsum("dk,dk->k", psi, psi).max()))
         self.R = np.zeros((D, P), order="F")  # r_p = L_A⁻¹ (ẑ_p/d)
         self.T = np.zeros((P, P))  # r_p·r_q
         self.nu = np.zeros(P)  # √ω_p (relative to c0)

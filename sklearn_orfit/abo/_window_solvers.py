@@ -977,7 +977,8 @@ class CoreBlockSolver:
         orientation = self._orth_orientation()
         if self.orth is not None and self.orth.orientation != orientation:
             self.orth = None  # the window grew past D rows: factorised anew, by rows
-        def from_scratch():
+
+        def from_scratch():  # lstsq of the weighted window itself (of its rows keep)
             Z, Y = buf.raw()
             return lstsq_stack((Z * sw[:, None])[None], (Y * sw[:, None])[None], alpha=self.alpha,
                                keep=keep)[0][0]
