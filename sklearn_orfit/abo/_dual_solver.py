@@ -38,7 +38,7 @@ from .._docstrings import fill_doc
 from ._window import normalise_rows, unit_scale
 from ._kernels import (
     GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, SHIFT_MAX, cholesky, dual_window_solve,
-    lstsq_cutoff, pad_windows, scatter_rows, solve_shifted, solve_stack,
+    keeps_cutoff, pad_windows, scatter_rows, solve_shifted, solve_stack,
 )
 from ._window_solvers import (
     FAST, ORTHOGONAL, REFINE, CoreBlockSolver, Predicted, ReferenceWindow, _principal_blocks, coef_directly,
@@ -265,14 +265,6 @@ class DualSolver(CoreBlockSolver):
 
     orientation = "columns"
 
-    #: how much the ridge weighs against the window, as the iteration's steps show it
-    #: (:func:`~._window_solvers.ridge_share`; a ridge with forgetting, see
-    #: :meth:`_coef_directly`): 1 until a step is seen
-    ridge_share = 1.0
-    #: the block in which a window's own matrix was found too ill-conditioned for
-    #: :meth:`coef` (the block's route is taken for the rest of that block)
-    matrix_failed = None
-
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size=None):
         if block_size is None:
             block_size = iteration_block_size(window_size, forgetting_factor, alpha)
@@ -424,10 +416,8 @@ class DualSolver(CoreBlockSolver):
             r[~solved] = ORTHOGONAL
             if self.alpha == 0.0:
                 # the interpolant is lstsq's answer only if lstsq keeps every singular
-                # value of W½Z: κ(W½Z) ≤ κ(Ẑ)·spread(√w s) far below 1/(eps·max(N, D))
-                with np.errstate(invalid="ignore", over="ignore"):
-                    keeps = np.sqrt(kappa) * spread[sel] * lstsq_cutoff(1.0, n=self.N, D=self.D) <= 1e-3
-                r[~keeps] = ORTHOGONAL
+                # value of W½Z (the spread of √w s over the window's rows)
+                r[~keeps_cutoff(kappa, spread[sel], n=self.N, D=self.D)] = ORTHOGONAL
             if blk.forgets:
                 fast = np.flatnonzero(r != ORTHOGONAL)
                 if new is not None:

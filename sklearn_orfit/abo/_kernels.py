@@ -46,6 +46,7 @@ __all__ = [
     "dual_window_solve",
     "clear_of_cutoff",
     "cutoff_margin",
+    "keeps_cutoff",
     "lstsq_cutoff",
     "lstsq_stack",
     "min_norm_solve",
@@ -506,6 +507,17 @@ def lstsq_cutoff(s_max, *, n, D):
     largest singular value is ``s_max``: singular values at or below it are treated as
     zero."""
     return EPS * max(n, D) * s_max
+
+
+def keeps_cutoff(kappa, spread, *, n, D):
+    """Whether lstsq's cut-off keeps every singular value of ``n×D`` windows whose Gram
+    matrices, scaled, have the condition estimates ``kappa``, the scaling spreading their
+    rows' (dual) or features' (primal) scales by ``spread`` (``max/min``): then the
+    solution of their Gram systems (without a ridge) is lstsq's. ``κ(W½Z) ≤ √κ·spread``,
+    to be far (1e-3) below ``1/(eps·max(n, D))``: the scaling hides graded rows or
+    features from ``κ``, which lstsq's cut-off truncates."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.sqrt(kappa) * spread * lstsq_cutoff(1.0, n=n, D=D) <= 1e-3
 
 
 def triangular_solve(R, B, *, trans=False):

@@ -40,7 +40,7 @@ from scipy.linalg import lapack
 from .._docstrings import fill_doc
 from ._kernels import (
     EPS, GRAM_KAPPA_MAX, KAPPA_REFINE_MAX, KAPPA_REFINE_TWICE, REFINED_TOL, cho_solve_checked, cholesky,
-    lstsq_cutoff, pad_windows, probe_columns, probes, scatter_rows, solve_shifted, solve_stack,
+    keeps_cutoff, pad_windows, probe_columns, probes, scatter_rows, solve_shifted, solve_stack,
 )
 from ._window import unit_scale
 from ._window_solvers import (
@@ -432,14 +432,6 @@ class PrimalSolver(CoreBlockSolver):
 
     orientation = "rows"
 
-    #: how much the ridge weighs against the window, as the iteration's steps show it
-    #: (:func:`~._window_solvers.ridge_share`; a ridge with forgetting, see
-    #: :meth:`_coef_directly`): 1 until a step is seen
-    ridge_share = 1.0
-    #: the block in which a window's own matrix was found too ill-conditioned for
-    #: :meth:`coef` (the block's route is taken for the rest of that block)
-    matrix_failed = None
-
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size=None):
         super().__init__(
             window_size=window_size, n_features=n_features, n_targets=n_targets,
@@ -500,14 +492,11 @@ class PrimalSolver(CoreBlockSolver):
         return x / blk.d[:, None]
 
     def _keeps_cutoff(self, blk, kappa):
-        """Whether lstsq keeps every singular value of windows whose scaled matrices
-        ``Ŝ`` have the condition estimates ``kappa`` (without a ridge): then their normal
-        equations' solution is lstsq's. ``κ(W½Z) = √κ(S) ≤ √κ(Ŝ)·max(d)/min(d)``, to be
-        far below ``1/(eps·max(N, D))`` (as on the dual route). The Jacobi scale hides
-        features of very different scales from ``κ(Ŝ)``: features scaled 1e±8 (lstsq
-        truncates the small ones) were solved in full, outside the bound."""
-        with np.errstate(invalid="ignore", over="ignore"):
-            return np.sqrt(kappa) * blk.d_spread * lstsq_cutoff(1.0, n=self.N, D=self.D) <= 1e-3
+        """:func:`~._kernels.keeps_cutoff` of windows of the block ``blk`` (without a
+        ridge), by the spread of its Jacobi scale ``max(d)/min(d)``: features scaled 1e±8
+        (lstsq truncates the small ones) were solved in full, outside the bound, while
+        the scaled matrix's estimate could not see them."""
+        return keeps_cutoff(kappa, blk.d_spread, n=self.N, D=self.D)
 
     @staticmethod
     def _window_matrices(blk, idx, nu, wy, delta):

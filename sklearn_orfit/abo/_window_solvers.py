@@ -763,6 +763,13 @@ class CoreBlockSolver:
 
     orientation = None  # "columns" (D ≥ N) or "rows" (D < N)
     takes_inert = True  # update(..., inert=...): see update_rows
+    #: how much the ridge weighs against the window, as the iteration's steps show it
+    #: (:func:`ridge_share`; a ridge with forgetting, see the routes' ``_coef_directly``):
+    #: 1 until a step is seen
+    ridge_share = 1.0
+    #: the block in which a window's own matrix was found too ill-conditioned for the
+    #: routes' ``coef`` (the block's route is taken for the rest of that block)
+    matrix_failed = None
 
     def __init__(self, *, window_size, n_features, n_targets, forgetting_factor, alpha, block_size, gram):
         self.N, self.D, self.c = window_size, n_features, n_targets
